@@ -1,0 +1,181 @@
+"""Attention helpers: scaled dot-product scores, a stable softmax, attention with an optional
+additive bias and causal mask, and the entropy of attention rows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_float_array, check_positive, result_dtype
+
+__all__ = ["attention", "attention_entropy", "attention_scores", "causal_mask", "softmax"]
+
+
+def attention_scores(q, k, *, scale: float | None = None) -> np.ndarray:
+    r"""Scaled dot products :math:`s_{mn} = \langle q_m, k_n \rangle \cdot \text{scale}`.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., q_len, d)
+    k : array_like, shape (..., k_len, d)
+    scale : float, optional
+        Default :math:`1/\sqrt{d}`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., q_len, k_len)
+
+    Notes
+    -----
+    Book equation ``eq:attn-scores``.
+
+    Examples
+    --------
+    >>> attention_scores([[1.0, 0.0]], [[2.0, 0.0], [0.0, 1.0]], scale=1.0)
+    array([[2., 0.]])
+    """
+    qa = as_float_array(q, "q", min_ndim=2)
+    ka = as_float_array(k, "k", min_ndim=2)
+    if qa.shape[-1] != ka.shape[-1]:
+        raise ValueError(f"q and k must have the same feature size, got {qa.shape} and {ka.shape}")
+    d = qa.shape[-1]
+    sc = 1.0 / np.sqrt(d) if scale is None else check_positive(scale, "scale")
+    return (qa @ np.swapaxes(ka, -1, -2)) * sc  # [eq:attn-scores]
+
+
+def softmax(x, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax; entries equal to ``-inf`` get weight 0.
+
+    A row made only of ``-inf`` raises ``ValueError`` instead of returning NaN.
+
+    Examples
+    --------
+    >>> softmax([0.0, np.log(3.0)])
+    array([0.25, 0.75])
+    """
+    a = np.asarray(x)
+    if a.dtype == object or a.dtype.kind not in "biuf":
+        raise TypeError(f"x must be a real numeric array, got dtype {a.dtype}")
+    a = a.astype(result_dtype(a), copy=False)
+    if np.any(np.isnan(a)) or np.any(a == np.inf):
+        raise ValueError("x must not contain NaN or +inf")
+    mx = np.max(a, axis=axis, keepdims=True)
+    if np.any(mx == -np.inf):
+        raise ValueError("softmax of a row whose entries are all -inf (fully masked) is undefined")
+    e = np.exp(a - mx)
+    return e / np.sum(e, axis=axis, keepdims=True)  # [eq:softmax]
+
+
+def causal_mask(q_len: int, k_len: int | None = None) -> np.ndarray:
+    """Additive causal mask: 0 where key position <= query position, ``-inf`` elsewhere.
+
+    When ``k_len > q_len`` the queries are the last ``q_len`` positions (decoding with a cache).
+
+    Examples
+    --------
+    >>> causal_mask(2)
+    array([[  0., -inf],
+           [  0.,   0.]])
+    """
+    from ._checks import check_positive_int
+
+    ql = check_positive_int(q_len, "q_len")
+    kl = ql if k_len is None else check_positive_int(k_len, "k_len")
+    if kl < ql:
+        raise ValueError(f"k_len ({kl}) must be at least q_len ({ql}) for a causal mask")
+    i = np.arange(ql)[:, None] + (kl - ql)
+    j = np.arange(kl)[None, :]
+    return np.where(j <= i, 0.0, -np.inf)  # [eq:causal-mask]
+
+
+def attention(
+    q,
+    k,
+    v,
+    *,
+    bias=None,
+    causal: bool = False,
+    scale: float | None = None,
+    return_weights: bool = False,
+):
+    r"""Softmax attention :math:`\mathrm{softmax}(q k^\top \cdot \text{scale} + B)\, v`.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., q_len, d)
+    k : array_like, shape (..., k_len, d)
+    v : array_like, shape (..., k_len, d_v)
+    bias : array_like, optional
+        Additive bias broadcastable to ``(..., q_len, k_len)`` (ALiBi, T5), e.g.
+        ``(n_heads, q_len, k_len)``.
+    causal : bool, default False
+        Mask keys after the query (see :func:`causal_mask`).
+    scale : float, optional
+        Default :math:`1/\sqrt{d}`.
+    return_weights : bool, default False
+        Also return the attention weights.
+
+    Returns
+    -------
+    out : numpy.ndarray, shape (..., q_len, d_v)
+    weights : numpy.ndarray, shape (..., q_len, k_len), only if ``return_weights``
+
+    Notes
+    -----
+    Book equation ``eq:attention``.
+
+    Examples
+    --------
+    >>> q = k = np.eye(2)
+    >>> v = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> attention(q, k, v, causal=True)[0]
+    array([1., 0.])
+    """
+    s = attention_scores(q, k, scale=scale)
+    va = as_float_array(v, "v", min_ndim=2)
+    if va.shape[-2] != s.shape[-1]:
+        raise ValueError(f"v has {va.shape[-2]} rows but k has {s.shape[-1]}")
+    if bias is not None:
+        b = np.asarray(bias)
+        if b.dtype == object or b.dtype.kind not in "biuf":
+            raise TypeError(f"bias must be a real numeric array, got dtype {b.dtype}")
+        if b.ndim < 2:
+            raise ValueError(f"bias must have at least 2 dimensions, got shape {b.shape}")
+        if np.any(np.isnan(b)) or np.any(b == np.inf):
+            raise ValueError("bias must not contain NaN or +inf (-inf masks a key)")
+        if b.shape[-2:] != s.shape[-2:]:
+            raise ValueError(
+                f"bias must end in (q_len, k_len) = {s.shape[-2:]}, got shape {b.shape}"
+            )
+        try:
+            np.broadcast_shapes(b.shape, s.shape)
+        except ValueError:
+            raise ValueError(
+                f"bias of shape {b.shape} does not broadcast to scores {s.shape}"
+            ) from None
+        s = s + b  # [eq:attention]
+    if causal:
+        s = s + causal_mask(s.shape[-2], s.shape[-1])
+    w = softmax(s, axis=-1)
+    out = w @ va  # [eq:attention]
+    return (out, w) if return_weights else out
+
+
+def attention_entropy(weights, axis: int = -1) -> np.ndarray:
+    r"""Shannon entropy (nats) of attention rows, :math:`H = -\sum_j p_j \log p_j`.
+
+    Zero weights contribute 0. Each row must be a probability distribution.
+
+    Examples
+    --------
+    >>> float(attention_entropy([0.5, 0.5]).round(6))
+    0.693147
+    """
+    p = as_float_array(weights, "weights", min_ndim=1)
+    if np.any(p < 0):
+        raise ValueError("weights must be non-negative")
+    sums = np.sum(p, axis=axis)
+    if not np.allclose(sums, 1.0, rtol=1e-6, atol=1e-6):
+        raise ValueError("weights must sum to 1 along axis (rows of a softmax)")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    return np.sum(terms, axis=axis)  # [eq:attn-entropy]

@@ -1,0 +1,518 @@
+"""Rotary position embedding (RoPE) in every form: frequencies, angles, cos/sin tables,
+element-wise application in both feature pairings, the dense rotation matrix, the complex
+form, and conversion of checkpoints between pairings.
+
+Conventions (see the book's notation page):
+
+* ``inv_freq[i] = base ** (-2 i / d)`` for ``i = 0 .. d/2 - 1`` (0-based, so ``theta_0 = 1``).
+* Pair ``(x1, x2)`` at position ``m`` becomes ``(x1 cos m theta - x2 sin m theta,
+  x1 sin m theta + x2 cos m theta)``: multiplication by ``exp(+i m theta)``.
+* ``pairing="half"`` pairs feature ``i`` with ``i + d/2`` (transformers, GPT-NeoX);
+  ``pairing="interleaved"`` pairs ``2i`` with ``2i + 1`` (RoFormer, Meta Llama, GPT-J).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import (
+    as_float_array,
+    as_inv_freq,
+    as_positions,
+    check_base,
+    check_choice,
+    check_dim,
+    check_out,
+    check_pairing,
+    check_positive_int,
+    check_real,
+    result_dtype,
+)
+
+__all__ = [
+    "angles",
+    "apply_rope",
+    "apply_rope_complex",
+    "cos_sin",
+    "half_to_interleaved_weights",
+    "interleaved_to_half_weights",
+    "inv_freq",
+    "pair_indices",
+    "pairing_permutation",
+    "rotation_matrix",
+]
+
+COS_SIN_METHODS = ("fast", "accurate")
+
+
+def inv_freq(dim: int, base: float = 10000.0) -> np.ndarray:
+    r"""Inverse frequencies of RoPE (and of the sinusoidal encoding).
+
+    Parameters
+    ----------
+    dim : int
+        Rotary width :math:`d` (even, positive): the number of features that are rotated.
+    base : float, default 10000.0
+        The base :math:`b > 1` (called ``rope_theta`` by transformers).
+
+    Returns
+    -------
+    numpy.ndarray, shape (dim // 2,), float64
+        :math:`\theta_i = b^{-2i/d}` for :math:`i = 0, \dots, d/2 - 1`.
+
+    Notes
+    -----
+    Book equation ``eq:rope-inv-freq``. Computed as ``base ** (-(2 i) / d)`` in float64: each
+    entry is within a few ulp of the exact value (see the numerics chapter for the exact one).
+
+    References
+    ----------
+    Su et al., "RoFormer: Enhanced transformer with rotary position embedding", 2021.
+
+    Examples
+    --------
+    >>> inv_freq(8, base=10000.0)
+    array([1.   , 0.1  , 0.01 , 0.001])
+    """
+    d = check_dim(dim)
+    b = check_base(base)
+    i = np.arange(d // 2, dtype=np.float64)
+    return b ** (-(2.0 * i) / d)  # [eq:rope-inv-freq]
+
+
+_inv_freq = inv_freq  # the public name is shadowed by arguments called inv_freq below
+
+
+def angles(positions, inv_freq) -> np.ndarray:
+    r"""Rotation angles :math:`m\,\theta_i` for every position and pair.
+
+    Parameters
+    ----------
+    positions : array_like, shape (seq,)
+        Token positions :math:`m` (integers or reals, finite).
+    inv_freq : array_like, shape (d/2,)
+        Inverse frequencies :math:`\theta_i` (positive).
+
+    Returns
+    -------
+    numpy.ndarray, shape (seq, d/2), float64
+        ``angles[m, i] = positions[m] * inv_freq[i]`` (one float64 rounding).
+
+    Notes
+    -----
+    Book equation ``eq:rope-angle``.
+
+    Examples
+    --------
+    >>> angles([0, 1, 2], [1.0, 0.5])
+    array([[0. , 0. ],
+           [1. , 0.5],
+           [2. , 1. ]])
+    """
+    pos = as_positions(positions)
+    f = as_inv_freq(inv_freq)
+    return np.multiply.outer(pos, f)  # [eq:rope-angle]
+
+
+def _resolve_inv_freq(inv_freq_arg, dim, base) -> np.ndarray:
+    """Frequencies from either an explicit ``inv_freq`` or ``dim`` and ``base``."""
+    if inv_freq_arg is not None:
+        if dim is not None:
+            d = check_dim(dim)
+            f = as_inv_freq(inv_freq_arg)
+            if f.shape[0] != d // 2:
+                raise ValueError(
+                    f"inv_freq has {f.shape[0]} entries but dim={d} needs dim // 2 = {d // 2}"
+                )
+            return f
+        return as_inv_freq(inv_freq_arg)
+    if dim is None:
+        raise TypeError("cos_sin needs either inv_freq or dim (with base)")
+    return _inv_freq(dim, base)
+
+
+def cos_sin(
+    positions,
+    inv_freq=None,
+    *,
+    dim: int | None = None,
+    base: float = 10000.0,
+    attention_scaling: float = 1.0,
+    method: str = "fast",
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Cosine and sine tables of the rotation angles, one value per pair.
+
+    Parameters
+    ----------
+    positions : array_like, shape (seq,)
+        Token positions :math:`m`.
+    inv_freq : array_like, shape (d/2,), optional
+        Inverse frequencies, taken as exact binary values. If omitted, ``dim`` (and ``base``)
+        define :math:`\theta_i = b^{-2i/d}`.
+    dim : int, optional
+        Rotary width; required when ``inv_freq`` is not given.
+    base : float, default 10000.0
+        Base used with ``dim``.
+    attention_scaling : float, default 1.0
+        Factor multiplied into both tables (YaRN's and LongRoPE's attention factor, as
+        transformers applies it).
+    method : {"fast", "accurate"}, default "fast"
+        ``"fast"``: ``np.cos``/``np.sin`` of the float64 angle ``m * theta_i``.
+        ``"accurate"``: cos/sin of the exact angle, faithfully rounded (at most 1 ulp; see the
+        numerics chapter); with ``dim``/``base`` the frequencies are the exact real numbers
+        :math:`b^{-2i/d}`, not their float64 roundings.
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, d/2), float64
+        ``cos[m, i] = s * cos(m theta_i)`` and ``sin[m, i] = s * sin(m theta_i)`` with
+        ``s = attention_scaling``.
+
+    Notes
+    -----
+    Book equation ``eq:rope-cos-sin``. The fast path's error grows with the angle: about
+    1e-13 at m = 1e3 and 1e-10 at m = 1e6 relative to the exact angle, because the rounding of
+    :math:`\theta_i` and of the product moves the angle.
+
+    Examples
+    --------
+    >>> c, s = cos_sin([0, 1], dim=4, base=100.0)
+    >>> c.shape
+    (2, 2)
+    >>> float(c[1, 1]), float(s[1, 1])  # theta_1 = 100**(-1/2) = 0.1
+    (0.9950041652780258, 0.09983341664682815)
+    """
+    check_choice(method, "method", COS_SIN_METHODS)
+    scale = check_real(attention_scaling, "attention_scaling")
+    if method == "accurate":
+        from ._exact import accurate_cos_sin
+
+        pos = as_positions(positions)
+        if inv_freq is None:
+            if dim is None:
+                raise TypeError("cos_sin needs either inv_freq or dim (with base)")
+            c, s = accurate_cos_sin(pos, dim=check_dim(dim), base=check_base(base))
+        else:
+            c, s = accurate_cos_sin(pos, inv_freq=_resolve_inv_freq(inv_freq, dim, base))
+    else:
+        theta = _resolve_inv_freq(inv_freq, dim, base)
+        ang = angles(positions, theta)
+        c, s = np.cos(ang), np.sin(ang)  # [eq:rope-cos-sin]
+    if scale != 1.0:
+        c *= scale  # [eq:rope-attention-scaling]
+        s *= scale
+    return c, s
+
+
+def pair_indices(dim: int, pairing: str = "half") -> tuple[np.ndarray, np.ndarray]:
+    """Feature indices of the first and second member of every pair.
+
+    Parameters
+    ----------
+    dim : int
+        Rotary width (even).
+    pairing : {"half", "interleaved"}, default "half"
+
+    Returns
+    -------
+    first, second : numpy.ndarray of int, each shape (dim // 2,)
+        Pair ``i`` is made of features ``first[i]`` and ``second[i]``.
+
+    Examples
+    --------
+    >>> pair_indices(6, "half")
+    (array([0, 1, 2]), array([3, 4, 5]))
+    >>> pair_indices(6, "interleaved")
+    (array([0, 2, 4]), array([1, 3, 5]))
+    """
+    d = check_dim(dim)
+    check_pairing(pairing)
+    h = d // 2
+    if pairing == "half":
+        return np.arange(h), np.arange(h, d)  # [eq:pairing-half]
+    return np.arange(0, d, 2), np.arange(1, d, 2)  # [eq:pairing-interleaved]
+
+
+def _rotate_pairs(x1, x2, c, s, o1, o2):
+    """Write the rotated pair: o1 = x1 c - x2 s, o2 = x1 s + x2 c (all broadcastable)."""
+    o1[...] = x1 * c - x2 * s  # [eq:rope-elementwise]
+    o2[...] = x1 * s + x2 * c  # [eq:rope-elementwise]
+
+
+def apply_rope(
+    x,
+    positions,
+    *,
+    base: float = 10000.0,
+    inv_freq=None,
+    pairing: str = "half",
+    attention_scaling: float = 1.0,
+    rotary_dim: int | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    r"""Rotate queries or keys by their positions (element-wise RoPE).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., seq, dim)
+        Queries or keys; the last axis holds the features of one head.
+    positions : array_like, shape (seq,)
+        Position of every token (integers or reals).
+    base : float, default 10000.0
+        Base of the frequencies when ``inv_freq`` is not given.
+    inv_freq : array_like, shape (rotary_dim/2,), optional
+        Explicit inverse frequencies (e.g. from a scaling method); overrides ``base``.
+    pairing : {"half", "interleaved"}, default "half"
+        Which features form a pair: ``i`` with ``i + r/2`` (half) or ``2i`` with ``2i+1``.
+    attention_scaling : float, default 1.0
+        Multiplies the rotated features (transformers folds YaRN's factor into cos/sin).
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` features and pass the rest through unchanged
+        (partial rotary). Default: ``2 * len(inv_freq)`` if ``inv_freq`` is given, else ``dim``.
+    out : numpy.ndarray, optional
+        Array of the result's shape and dtype to write into.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., seq, dim)
+        Same dtype as ``x`` for floating input (float64 otherwise). Tables and the rotation
+        are computed in float64 and rounded once to the output dtype.
+
+    Notes
+    -----
+    Book equations ``eq:rope-elementwise`` (per pair) and ``eq:rope-matrix`` (as a matrix):
+    ``apply_rope(v[None], [m], inv_freq=f, pairing=p)[0] == rotation_matrix(m, f, pairing=p) @ v``.
+    Features beyond ``rotary_dim`` are not multiplied by ``attention_scaling`` (as in
+    transformers, where the pass-through part is concatenated unchanged).
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 0.0], [1.0, 0.0]])
+    >>> apply_rope(x, [0, 1], base=10000.0).round(6)  # theta_0 = 1 rad/token
+    array([[1.      , 0.      ],
+           [0.540302, 0.841471]])
+    """
+    check_pairing(pairing)
+    xa = as_float_array(x, "x", min_ndim=2)
+    dim = xa.shape[-1]
+    pos = as_positions(positions)
+    if pos.shape[0] != xa.shape[-2]:
+        raise ValueError(
+            f"positions has {pos.shape[0]} entries but x has seq = {xa.shape[-2]} "
+            "(x must be (..., seq, dim) and positions (seq,))"
+        )
+    if inv_freq is not None:
+        theta = as_inv_freq(inv_freq)
+        r = check_dim(rotary_dim, "rotary_dim") if rotary_dim is not None else 2 * theta.shape[0]
+        if theta.shape[0] * 2 != r:
+            raise ValueError(
+                f"inv_freq has {theta.shape[0]} entries but rotary_dim={r} needs {r // 2}"
+            )
+    else:
+        r = check_dim(rotary_dim, "rotary_dim") if rotary_dim is not None else dim
+        theta = None
+    if r > dim:
+        raise ValueError(f"rotary_dim={r} exceeds the feature dimension of x ({dim})")
+    if dim % 2 and r == dim:
+        raise ValueError(f"x's last dimension must be even (features are paired), got {dim}")
+    if theta is None:
+        theta = _inv_freq(r, base)
+    c, s = cos_sin(pos, theta, attention_scaling=attention_scaling)  # (seq, r/2)
+    dtype = result_dtype(xa)
+    out = check_out(out, xa.shape, dtype)
+    res = np.empty(xa.shape, dtype=np.float64) if dtype != np.float64 or out is None else out
+    x64 = xa.astype(np.float64, copy=False)
+    if pairing == "half":
+        h = r // 2
+        _rotate_pairs(x64[..., :h], x64[..., h:r], c, s, res[..., :h], res[..., h:r])
+    else:
+        _rotate_pairs(x64[..., 0:r:2], x64[..., 1:r:2], c, s, res[..., 0:r:2], res[..., 1:r:2])
+    res[..., r:] = x64[..., r:]
+    if res is out:
+        return out
+    if out is not None:
+        out[...] = res
+        return out
+    return res.astype(dtype, copy=False)
+
+
+def rotation_matrix(position, inv_freq, *, pairing: str = "half") -> np.ndarray:
+    r"""The dense :math:`d \times d` rotation :math:`R_m` (for teaching and tests).
+
+    Parameters
+    ----------
+    position : float
+        Position :math:`m`.
+    inv_freq : array_like, shape (d/2,)
+        Inverse frequencies.
+    pairing : {"half", "interleaved"}, default "half"
+
+    Returns
+    -------
+    numpy.ndarray, shape (d, d), float64
+        Block-diagonal (interleaved) or block-diagonal after the pairing permutation (half),
+        with 2x2 blocks ``[[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]]``.
+
+    Notes
+    -----
+    Book equation ``eq:rope-matrix``. Building it costs O(d^2) memory per position, which is why
+    implementations apply the element-wise form instead.
+
+    Examples
+    --------
+    >>> rotation_matrix(1.0, [np.pi / 2], pairing="interleaved").round(12)
+    array([[ 0., -1.],
+           [ 1.,  0.]])
+    """
+    m = check_real(position, "position")
+    check_pairing(pairing)
+    theta = as_inv_freq(inv_freq)
+    d = 2 * theta.shape[0]
+    c, s = np.cos(m * theta), np.sin(m * theta)
+    i1, i2 = pair_indices(d, pairing)
+    R = np.zeros((d, d))
+    R[i1, i1] = c  # [eq:rope-matrix]
+    R[i1, i2] = -s
+    R[i2, i1] = s
+    R[i2, i2] = c
+    return R
+
+
+def apply_rope_complex(x, positions, inv_freq) -> np.ndarray:
+    r"""RoPE in complex form: pair ``(x[2i], x[2i+1])`` read as ``x[2i] + j x[2i+1]`` and
+    multiplied by :math:`e^{j m \theta_i}` (interleaved pairing, as Meta's Llama code does).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., seq, d)
+    positions : array_like, shape (seq,)
+    inv_freq : array_like, shape (d/2,)
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., seq, d)
+        Same dtype as ``x`` for floating input; equal to
+        ``apply_rope(x, positions, inv_freq=inv_freq, pairing="interleaved")`` up to rounding.
+
+    Notes
+    -----
+    Book equation ``eq:rope-complex``.
+
+    Examples
+    --------
+    >>> apply_rope_complex([[0.0, 1.0]], [1.0], [np.pi / 2]).round(12)
+    array([[-1.,  0.]])
+    """
+    xa = as_float_array(x, "x", min_ndim=2)
+    pos = as_positions(positions)
+    theta = as_inv_freq(inv_freq)
+    d = xa.shape[-1]
+    if d != 2 * theta.shape[0]:
+        raise ValueError(
+            f"x's last dimension ({d}) must be 2 * len(inv_freq) = {2 * theta.shape[0]}"
+        )
+    if pos.shape[0] != xa.shape[-2]:
+        raise ValueError(f"positions has {pos.shape[0]} entries but x has seq = {xa.shape[-2]}")
+    x64 = xa.astype(np.float64)
+    z = x64[..., 0::2] + 1j * x64[..., 1::2]
+    w = z * np.exp(1j * np.multiply.outer(pos, theta))  # [eq:rope-complex]
+    res = np.empty(xa.shape, dtype=np.float64)
+    res[..., 0::2] = w.real
+    res[..., 1::2] = w.imag
+    return res.astype(result_dtype(xa), copy=False)
+
+
+def pairing_permutation(dim: int) -> np.ndarray:
+    """Index array ``p`` that turns interleaved features into half-split ones.
+
+    ``x_half = x_interleaved[..., p]`` puts feature ``2i`` at ``i`` and ``2i + 1`` at
+    ``i + d/2``, so that ``apply_rope(x, pos, pairing="interleaved")[..., p]`` equals
+    ``apply_rope(x[..., p], pos, pairing="half")``.
+    The inverse permutation is ``np.argsort(p)``.
+
+    Parameters
+    ----------
+    dim : int
+        Head (rotary) width, even.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (dim,)
+
+    Notes
+    -----
+    Book equation ``eq:pairing-permutation``.
+
+    Examples
+    --------
+    >>> pairing_permutation(8)
+    array([0, 2, 4, 6, 1, 3, 5, 7])
+    """
+    d = check_dim(dim)
+    return np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])  # [eq:pairing-permutation]
+
+
+def _permute_head_rows(w, n_heads, perm_fn, name):
+    wa = np.asarray(w)
+    if wa.dtype == object or wa.dtype.kind not in "biufc":
+        raise TypeError(f"{name} must be a numeric array, got dtype {wa.dtype}")
+    if wa.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must be a weight (out_features, in_features) or a bias (out_features,), "
+            f"got shape {wa.shape}"
+        )
+    n = check_positive_int(n_heads, "n_heads")
+    rows = wa.shape[0]
+    if rows % n:
+        raise ValueError(f"{name} has {rows} rows, not divisible by n_heads={n}")
+    head_dim = rows // n
+    check_dim(head_dim, "head_dim (rows // n_heads)")
+    p = perm_fn(head_dim)
+    idx = (np.arange(n)[:, None] * head_dim + p[None, :]).reshape(-1)
+    return wa[idx].copy()
+
+
+def interleaved_to_half_weights(w, n_heads: int) -> np.ndarray:
+    """Permute the output rows of a q/k projection (or its bias) so that a model trained with
+    interleaved RoPE gives the same scores with half-split RoPE.
+
+    Parameters
+    ----------
+    w : array_like, shape (n_heads * head_dim, in_features) or (n_heads * head_dim,)
+        Query or key projection weight (rows are output features, head by head) or its bias.
+        For grouped-query attention pass the key projection with ``n_heads`` = number of
+        key/value heads.
+    n_heads : int
+        Number of heads the rows are split into.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``w``
+        Within each head, row ``2i`` moves to ``i`` and row ``2i + 1`` to ``i + head_dim/2``.
+
+    Notes
+    -----
+    Book equation ``eq:weights-permutation``; this is what transformers' Llama conversion
+    script does to Meta checkpoints. Only q and k (weights and biases) are permuted, never v/o.
+
+    Examples
+    --------
+    >>> interleaved_to_half_weights(np.arange(8), n_heads=2)
+    array([0, 2, 1, 3, 4, 6, 5, 7])
+    """
+    return _permute_head_rows(w, n_heads, pairing_permutation, "w")  # [eq:weights-permutation]
+
+
+def half_to_interleaved_weights(w, n_heads: int) -> np.ndarray:
+    """Inverse of :func:`interleaved_to_half_weights` (half-split checkpoint to interleaved,
+    as done when converting transformers checkpoints to GGUF).
+
+    Examples
+    --------
+    >>> w = np.arange(16).reshape(8, 2)
+    >>> bool((half_to_interleaved_weights(interleaved_to_half_weights(w, 2), 2) == w).all())
+    True
+    """
+    return _permute_head_rows(
+        w, n_heads, lambda d: np.argsort(pairing_permutation(d)), "w"
+    )  # [eq:weights-permutation]
