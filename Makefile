@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JB     := $(VENV)/bin/jupyter-book
 
-.PHONY: help venv book book-clean test test-fast lint format test-parity test-gpu clean
+.PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu clean
 
 help:
 	@echo "make book         build the book into _build/html (offline; opens at _build/html/index.html)"
@@ -29,7 +29,22 @@ book: $(STAMP)
 	@echo
 	@echo "Book built: open $(CURDIR)/_build/html/index.html"
 
-book-clean:
+book-TORCH_STAMP := $(VENV)/.installed-torch
+
+# torch 2.13.0 (CPU build), transformers and rotary-embedding-torch, pinned in pyproject's extras.
+$(TORCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[book,test,parity]"
+	touch $(TORCH_STAMP)
+
+venv-torch: $(TORCH_STAMP)
+
+test-parity: $(TORCH_STAMP)
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -m parity tests/parity
+
+test-gpu: $(TORCH_STAMP)
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m gpu tests/gpu
+
+clean:
 	rm -rf _build
 
 lint: $(STAMP)
@@ -41,12 +56,27 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix refimpl tests benchmarks
 
 test-fast: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -m "not parity and not gpu"
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q
 
 test: $(STAMP) lint test-fast
 	rm -rf _build
 	$(JB) build . -W --keep-going --all
 	@echo "Book built from a clean cache with zero warnings."
+
+TORCH_STAMP := $(VENV)/.installed-torch
+
+# torch 2.13.0 (CPU build), transformers and rotary-embedding-torch, pinned in pyproject's extras.
+$(TORCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[book,test,parity]"
+	touch $(TORCH_STAMP)
+
+venv-torch: $(TORCH_STAMP)
+
+test-parity: $(TORCH_STAMP)
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -m parity tests/parity
+
+test-gpu: $(TORCH_STAMP)
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m gpu tests/gpu
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis
