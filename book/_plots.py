@@ -7,11 +7,7 @@ curve.
 
 from __future__ import annotations
 
-import matplotlib as mpl
-
-mpl.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 STYLE = {
     "figure.figsize": (7.0, 4.0),
