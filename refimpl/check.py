@@ -353,14 +353,19 @@ def _fit_geometric(theta, r):
     return b, o, resid
 
 
-def _snap_base(b, rel):
-    """A round base within relative distance ``rel`` of b, else b."""
-    for c in _COMMON_BASES:
-        if abs(b / c - 1.0) <= rel:
-            return c
-    for digits in range(1, 7):
-        c = float(f"{b:.{digits}g}")
-        if abs(b / c - 1.0) <= rel:
+def _snap_base(b, o, theta, r, prefer=None):
+    """A round base (``prefer``, a common one, or b with few digits) that explains the measured
+    frequencies as well as the least-squares fit does; else the fit ``b`` itself."""
+    i = np.arange(len(theta), dtype=np.float64) + o
+
+    def misfit(c):
+        return float(np.max(np.abs(theta / c ** (-2.0 * i / r) - 1.0)))  # [eq:check-fit]
+
+    allowed = max(1e-9, 3.0 * misfit(b))
+    cands = ([prefer] if prefer else []) + list(_COMMON_BASES)
+    cands += [float(f"{b:.{k}g}") for k in range(1, 8)]
+    for c in cands:
+        if misfit(c) <= allowed:
             return c
     return b
 
@@ -637,16 +642,17 @@ def check_rope(
     b_rep = None
     lin_factor = None
     if geometric:
-        b_snap = _snap_base(b_fit, 2e-3)
         o_round = round(o_fit)
         if abs(o_fit - o_round) < 2e-2 and o_round in (0, 1):
             index_origin = int(o_round)
+            b_snap = _snap_base(b_fit, index_origin, tf, r, exp.base)
         else:
             # theta_i = b^(-2i/r) / s: linear interpolation of positions by factor s
             lin_factor = math.exp(o_fit * 2.0 * math.log(b_fit) / r)
             scaling_name = "linear"
             scaling_params = {"factor": float(f"{lin_factor:.4g}")}
             index_origin = 0
+            b_snap = _snap_base(b_fit, 0, tf * float(scaling_params["factor"]), r, exp.base)
         b_rep = b_snap
 
     # 5. reference frequencies for the verdict ----------------------------------------
@@ -908,16 +914,16 @@ def _explain_frequencies(tf, ref, r, d, exp, b_fit, o_fit, geometric) -> str:
                 "is missing and 1/b is added. Use i = 0 .. d/2-1 (arange(0, d, 2) / d)"
             )
         if abs(o_fit) < 2e-2:
+            if r != d and abs(math.log(b_fit) / math.log(b0) - r / d) < 2e-3:
+                return (
+                    f"the exponent's denominator is the head dim {d}, not the rotary width {r} "
+                    f"(fitted base {b_fit:.6g} = {b0:g}^({r}/{d})). Use 2i/rotary_dim"
+                )
             if abs(b_fit / math.sqrt(b0) - 1.0) < 2e-3:
                 return (
                     f"the frequencies fit base {b_fit:.6g} = sqrt({b0:g}): the exponent uses "
                     "i/d (frequencies spread over d features instead of d/2 pairs). Use 2i/d, "
                     "i.e. arange(0, d, 2) / d"
-                )
-            if r != d and abs(math.log(b_fit) / math.log(b0) - r / d) < 2e-3:
-                return (
-                    f"the exponent's denominator is the head dim {d}, not the rotary width {r} "
-                    f"(fitted base {b_fit:.6g} = {b0:g}^({r}/{d})). Use 2i/rotary_dim"
                 )
             s = (b_fit / b0) ** ((r - 2) / r)
             if any(abs(s / f - 1.0) < 1e-2 for f in _SCALING_FACTORS):
