@@ -1,0 +1,91 @@
+"""Peers' RoPE implementations pass check_rope (run the peer; skip with a reason when absent).
+
+transformers: LlamaRotaryEmbedding (float32 angles) + apply_rotary_pos_emb (half-split), with and
+without YaRN; rotary-embedding-torch: RotaryEmbedding.rotate_queries_or_keys (interleaved).
+"""
+
+import numpy as np
+import pytest
+
+from refimpl.check import check_rope
+
+torch = pytest.importorskip("torch", reason="torch not installed (make venv-torch)")
+
+
+def _transformers_fn(head_dim, rope_theta, rope_parameters=None, partial=None):
+    llama = pytest.importorskip(
+        "transformers.models.llama.modeling_llama", reason="transformers not installed"
+    )
+    from transformers import LlamaConfig
+
+    params = {"rope_type": "default", "rope_theta": rope_theta}
+    if rope_parameters:
+        params.update(rope_parameters)
+    kw = {} if partial is None else {"partial_rotary_factor": partial}
+    config = LlamaConfig(
+        hidden_size=head_dim * 2, num_attention_heads=2, head_dim=head_dim,
+        max_position_embeddings=65536, rope_parameters=params, **kw,
+    )  # fmt: skip
+    rotary = llama.LlamaRotaryEmbedding(config)
+
+    def fn(x, positions):
+        x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
+        pos = torch.as_tensor(np.asarray(positions), dtype=torch.int64)[None]  # (1, seq)
+        q = x[None, None]  # (batch, heads, seq, dim)
+        cos, sin = rotary(q, pos)
+        q_out, _ = llama.apply_rotary_pos_emb(q, q, cos, sin)
+        return q_out[0, 0].numpy()
+
+    return fn, rotary
+
+
+@pytest.mark.parametrize("base", [10000.0, 500000.0])
+def test_transformers_llama_rope_passes(base):
+    fn, _ = _transformers_fn(64, base)
+    rep = check_rope(fn, dim=64, base=base, pairing="half")
+    assert rep.ok, str(rep)
+    assert rep.precision == "float32"  # transformers computes the angles in float32
+    assert rep.base == base and rep.index_origin == 0 and rep.position_offset == 0.0
+
+
+def test_transformers_yarn_attention_scaling_once():
+    fn, rotary = _transformers_fn(
+        64, 10000.0, {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096}
+    )
+    inv = rotary.inv_freq.double().numpy()
+    scale = float(rotary.attention_scaling)
+    assert scale == pytest.approx(0.1 * np.log(8.0) + 1.0)
+    rep = check_rope(fn, dim=64, base=10000.0, attention_scaling=scale)
+    assert rep.attention_scaling_applied == "once", str(rep)
+    # its frequencies are YaRN's (not geometric); read back to float32 accuracy
+    np.testing.assert_allclose(rep.inv_freq, inv, rtol=1e-6)
+    assert rep.scaling != "none"
+
+
+def test_rotary_embedding_torch_passes():
+    ret = pytest.importorskip("rotary_embedding_torch", reason="rotary-embedding-torch absent")
+    rot = ret.RotaryEmbedding(dim=32)
+
+    def fn(x, positions):
+        x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
+        pos = torch.as_tensor(np.asarray(positions), dtype=torch.float64)
+        freqs = rot(pos)  # (seq, 32): angles repeated per pair (interleaved)
+        return ret.apply_rotary_emb(freqs, x).numpy()
+
+    rep = check_rope(fn, dim=32, base=10000.0, pairing="interleaved")
+    assert rep.ok, str(rep)
+    assert rep.pairing == "interleaved"
+
+
+def test_rotary_embedding_torch_partial_passes():
+    ret = pytest.importorskip("rotary_embedding_torch", reason="rotary-embedding-torch absent")
+    rot = ret.RotaryEmbedding(dim=16)  # rotates the first 16 of 64 features
+
+    def fn(x, positions):
+        x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
+        freqs = rot(torch.as_tensor(np.asarray(positions), dtype=torch.float64))
+        return ret.apply_rotary_emb(freqs, x).numpy()
+
+    rep = check_rope(fn, dim=64, base=10000.0, pairing="interleaved", rotary_dim=16)
+    assert rep.ok, str(rep)
+    assert rep.rotary_dim == 16
