@@ -1,0 +1,191 @@
+"""Each grader passes the reference solution (written here from the formula) and fails typical
+wrong answers with the right hint."""
+
+import numpy as np
+import pytest
+
+import refimpl
+from refimpl.exercises import (
+    Grade,
+    grade_alibi_slopes,
+    grade_apply_rope,
+    grade_inv_freq,
+    grade_rotated,
+    grade_sinusoidal,
+    grade_yarn_inv_freq,
+)
+
+D, B = 16, 10000.0
+
+
+def solution_inv_freq(d=D, base=B):
+    return 1.0 / base ** (np.arange(0, d, 2) / d)
+
+
+def test_grade_is_truthy_and_prints_its_hint():
+    g = grade_inv_freq(solution_inv_freq(), dim=D)
+    assert isinstance(g, Grade) and g and g.passed
+    assert str(g).startswith("Correct")
+    bad = grade_inv_freq(np.ones(D // 2), dim=D)
+    assert not bad and str(bad) == bad.hint
+
+
+# --- inv_freq ------------------------------------------------------------------------------
+
+
+def test_inv_freq_reference_passes_in_float32():
+    assert grade_inv_freq(solution_inv_freq().astype(np.float32), dim=D)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (B ** (-np.arange(2, D + 1, 2) / D), "starts at 1"),
+        (B ** (-np.arange(D // 2) / D), "exponent is i/d"),
+        (B ** (np.arange(0, D, 2) / D), "reciprocals"),
+        (2 * np.pi * B ** (np.arange(0, D, 2) / D), "wavelengths"),
+        (B ** (-np.arange(D) / D), "one frequency per pair"),
+        (solution_inv_freq()[::-1], "reversed"),
+        (solution_inv_freq(base=500000.0), "fit base 500000"),
+        (np.ones(3), "should have shape (8,)"),
+    ],
+)
+def test_inv_freq_mistakes(answer, hint):
+    g = grade_inv_freq(answer, dim=D)
+    assert not g.passed
+    assert hint in g.hint, g.hint
+
+
+def test_inv_freq_bf16_rounding():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ans = solution_inv_freq().astype(ml_dtypes.bfloat16).astype(np.float64)
+    g = grade_inv_freq(ans, dim=D)
+    assert not g and "bfloat16" in g.hint
+
+
+def test_inv_freq_generic_hint_names_first_difference():
+    ans = solution_inv_freq().copy()
+    ans[3] *= 1.5
+    g = grade_inv_freq(ans, dim=D)
+    assert not g and "index (3,)" in g.hint
+
+
+# --- sinusoidal ----------------------------------------------------------------------------
+
+
+def solution_sinusoidal(n, d, base=B):
+    pe = np.zeros((n, d))
+    for p in range(n):
+        for i in range(d // 2):
+            w = base ** (-2 * i / d)
+            pe[p, 2 * i], pe[p, 2 * i + 1] = np.sin(p * w), np.cos(p * w)
+    return pe
+
+
+def test_sinusoidal_reference_passes():
+    assert grade_sinusoidal(solution_sinusoidal(10, D), num_positions=10, dim=D)
+
+
+def _swap(pe):
+    out = pe.copy()
+    out[:, 0::2], out[:, 1::2] = pe[:, 1::2], pe[:, 0::2]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("make", "hint"),
+    [
+        (lambda: _swap(solution_sinusoidal(10, D)), "swapped"),
+        (
+            lambda: np.concatenate(
+                [solution_sinusoidal(10, D)[:, 0::2], solution_sinusoidal(10, D)[:, 1::2]], 1
+            ),
+            "sines first",
+        ),
+        (lambda: solution_sinusoidal(11, D)[1:], "start at 1"),
+        (lambda: solution_sinusoidal(10, D).T, "transposed"),
+        (lambda: solution_sinusoidal(10, D, base=100.0), "i/d instead of 2i/d"),
+    ],
+)
+def test_sinusoidal_mistakes(make, hint):
+    g = grade_sinusoidal(make(), num_positions=10, dim=D)
+    assert not g and hint in g.hint, g.hint
+
+
+# --- rotated arrays and functions ----------------------------------------------------------
+
+
+def solution_rope(x, positions, base=B):
+    x = np.asarray(x, float)
+    d = x.shape[-1]
+    theta = base ** (-np.arange(0, d, 2) / d)
+    ang = np.outer(positions, theta)
+    x1, x2 = x[:, : d // 2], x[:, d // 2 :]
+    return np.concatenate(
+        [x1 * np.cos(ang) - x2 * np.sin(ang), x2 * np.cos(ang) + x1 * np.sin(ang)], axis=1
+    )
+
+
+def test_rotated_reference_and_mistakes():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, D))
+    pos = np.arange(6)
+    assert grade_rotated(solution_rope(x, pos), x, pos)
+    g = grade_rotated(solution_rope(x, -pos), x, pos)
+    assert not g and "wrong way" in g.hint
+    g = grade_rotated(solution_rope(x, pos + 1), x, pos)
+    assert not g and "shifted by one" in g.hint
+    g = grade_rotated(refimpl.apply_rope(x, pos, pairing="interleaved"), x, pos)
+    assert not g and "pairing='half'" in g.hint
+
+
+def test_apply_rope_grader():
+    assert grade_apply_rope(solution_rope, dim=D)
+    g = grade_apply_rope(lambda x, p: solution_rope(x, -np.asarray(p)), dim=D)
+    assert not g and "wrong way" in g.hint
+    g = grade_apply_rope(lambda x, p: solution_rope(x, p, base=100.0), dim=D)
+    assert not g and "sqrt(10000)" in g.hint
+
+
+# --- YaRN and ALiBi (their modules land on other branches) ---------------------------------
+
+
+def test_yarn_grader():
+    scaling = pytest.importorskip("refimpl.scaling", reason="refimpl.scaling not present yet")
+    kw = dict(dim=64, base=10000.0, factor=8.0, original_max_position=4096)
+    ref = scaling.ROPE_SCALINGS["yarn"](**kw).inv_freq
+    assert grade_yarn_inv_freq(ref, **kw)
+    plain = refimpl.inv_freq(64)
+    g = grade_yarn_inv_freq(plain / 8.0, **kw)
+    assert not g and "plain position interpolation" in g.hint
+    g = grade_yarn_inv_freq(plain, **kw)
+    assert not g and "unscaled" in g.hint
+
+
+def test_alibi_grader():
+    bias = pytest.importorskip("refimpl.bias", reason="refimpl.bias not present yet")
+    for n in (8, 12):
+        ref = np.asarray(bias.alibi_slopes(n))
+        assert grade_alibi_slopes(ref, n_heads=n)
+        g = grade_alibi_slopes(ref[::-1], n_heads=n)
+        assert not g and "reversed" in g.hint
+    g = grade_alibi_slopes(2.0 ** (-8.0 * np.arange(8) / 8), n_heads=8)
+    assert not g and "starts at 0" in g.hint
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def test_grader_errors():
+    with pytest.raises(ValueError, match="dim must be even"):
+        grade_inv_freq(np.ones(3), dim=7)
+    with pytest.raises(TypeError, match="answer must be a real numeric array"):
+        grade_inv_freq(["a", "b"], dim=4)
+    with pytest.raises(ValueError, match="num_positions must be positive"):
+        grade_sinusoidal(np.ones((1, 4)), num_positions=0, dim=4)
+    with pytest.raises(ValueError, match="rtol must be positive"):
+        grade_inv_freq(np.ones(2), dim=4, rtol=0.0)
+    with pytest.raises(ValueError, match="pairing must be one of"):
+        grade_rotated(np.ones((1, 4)), np.ones((1, 4)), [0], pairing="neox")
+    g = grade_inv_freq([np.nan, 1.0], dim=4)
+    assert not g and "NaN" in g.hint
