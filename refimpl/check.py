@@ -19,7 +19,7 @@ import numpy as np
 
 from ._checks import as_positions, check_base, check_dim, check_pairing, check_positive
 
-__all__ = ["RopeReport", "check_rope", "DEFAULT_TOLERANCE", "PRECISIONS"]
+__all__ = ["DEFAULT_TOLERANCE", "PRECISIONS", "RopeReport", "check_rope"]
 
 #: Default verdict tolerance: the deviation allowed at position m for pair i is
 #: ``tolerance * (1 + |m theta_i|)``. 2**-20 is four times the float32 unit roundoff per

@@ -131,8 +131,8 @@ def grade_inv_freq(answer, *, dim: int, base: float = 10000.0, rtol: float = DEF
     --------
     >>> str(grade_inv_freq([1.0, 0.1, 0.01, 0.001], dim=8))
     'Correct: inv_freq matches the reference (max error 0).'
-    >>> print(grade_inv_freq([0.1, 0.01, 0.001, 0.0001], dim=8))
-    The pair index starts at 1: theta_i = base**(-2i/d) uses i = 0 .. d/2-1, so theta_0 = 1 rad/token. Use np.arange(0, d, 2) / d in the exponent.
+    >>> print(grade_inv_freq([0.1, 0.01, 0.001, 0.0001], dim=8))  # doctest: +ELLIPSIS
+    The pair index starts at 1: theta_i = base**(-2i/d) uses i = 0 .. d/2-1, so theta_0 = ...
     """
     d = check_dim(dim)
     b = check_base(base)
@@ -281,8 +281,9 @@ def grade_rotated(
     --------
     >>> import refimpl
     >>> x = np.eye(4)
-    >>> print(grade_rotated(refimpl.apply_rope(x, np.arange(4) + 1), x, np.arange(4)))
-    Positions are shifted by one (counted from 1): the first token has position 0 and is not rotated.
+    >>> g = grade_rotated(refimpl.apply_rope(x, np.arange(4) + 1), x, np.arange(4))
+    >>> print(g)  # doctest: +ELLIPSIS
+    Positions are shifted by one (counted from 1): the first token has position 0 ...
     """
     check_pairing(pairing)
     b = check_base(base)
@@ -392,21 +393,38 @@ def grade_yarn_inv_freq(
     ref = np.asarray(yarn(**common, beta_fast=beta_fast, beta_slow=beta_slow).inv_freq)
     plain = _inv_freq(check_dim(dim), check_base(base))
     mistakes = [
-        (plain, "These are the unscaled frequencies: YaRN divides the low frequencies by the "
-         "factor and blends them with a ramp."),  # fmt: skip
-        (plain / factor, "Every frequency is divided by the factor (plain position "
-         "interpolation); YaRN keeps the high frequencies (r > beta_fast) unchanged."),
-        (plain * factor, "The low frequencies are multiplied by the factor; they must be "
-         "divided by it (interpolation slows them down)."),
-        (np.asarray(yarn(**common, beta_fast=beta_slow, beta_slow=beta_fast).inv_freq),
-         "beta_fast and beta_slow are swapped: beta_fast (32) bounds the high-frequency end."),
-    ]  # fmt: skip
+        (
+            plain,
+            "These are the unscaled frequencies: YaRN divides the low frequencies by the "
+            "factor and blends them with a ramp.",
+        ),
+        (
+            plain / factor,
+            "Every frequency is divided by the factor (plain position "
+            "interpolation); YaRN keeps the high frequencies (r > beta_fast) unchanged.",
+        ),
+        (
+            plain * factor,
+            "The low frequencies are multiplied by the factor; they must be "
+            "divided by it (interpolation slows them down).",
+        ),
+        (
+            np.asarray(yarn(**common, beta_fast=beta_slow, beta_slow=beta_fast).inv_freq),
+            "beta_fast and beta_slow are swapped: beta_fast (32) bounds the high-frequency end.",
+        ),
+    ]
     for kw, hint in (
-        ({"ramp": "paper"}, "You used the paper's ramp (linear in r = L/lambda); the exercise "
-         "uses transformers' ramp, linear in the pair index between the rounded bounds."),
-        ({"truncate": False}, "The correction range is not rounded (truncate=False): "
-         "transformers floors the low bound and ceils the high one."),
-    ):  # fmt: skip
+        (
+            {"ramp": "paper"},
+            "You used the paper's ramp (linear in r = L/lambda); the exercise "
+            "uses transformers' ramp, linear in the pair index between the rounded bounds.",
+        ),
+        (
+            {"truncate": False},
+            "The correction range is not rounded (truncate=False): "
+            "transformers floors the low bound and ceils the high one.",
+        ),
+    ):
         try:
             alt = yarn(**common, beta_fast=beta_fast, beta_slow=beta_slow, **kw).inv_freq
         except TypeError:
@@ -443,14 +461,20 @@ def grade_alibi_slopes(answer, *, n_heads: int, rtol: float = DEFAULT_RTOL) -> G
     p2 = 2 ** int(np.ceil(np.log2(n)))
     h = np.arange(n, dtype=np.float64)
     mistakes = [
-        (2.0 ** (-8.0 * h / n), "The head index starts at 0: slopes are 2**(-8h/n) for "
-         "h = 1 .. n (the first slope is 2**(-8/n), not 1)."),
+        (
+            2.0 ** (-8.0 * h / n),
+            "The head index starts at 0: slopes are 2**(-8h/n) for "
+            "h = 1 .. n (the first slope is 2**(-8/n), not 1).",
+        ),
         (ref[::-1], "The order is reversed: the first head has the largest slope."),
         (-ref, "Slopes are positive; the bias is -slope * distance."),
-        (np.asarray(alibi_slopes(p2))[:n], "For a head count that is not a power of two, take "
-         "the 2**floor(log2 n) geometric slopes, then every other slope of the list for twice "
-         "as many heads; truncating the next power of two's list gives different slopes."),
-    ]  # fmt: skip
+        (
+            np.asarray(alibi_slopes(p2))[:n],
+            "For a head count that is not a power of two, take "
+            "the 2**floor(log2 n) geometric slopes, then every other slope of the list for twice "
+            "as many heads; truncating the next power of two's list gives different slopes.",
+        ),
+    ]
     return _grade(answer, ref, mistakes, rtol=rtol, atol=0.0, what="the ALiBi slopes")
 
 
