@@ -20,6 +20,7 @@ Only NumPy is imported by ``import refimpl``.
 
 from .absolute import integer_encoding, normalized_encoding, sinusoidal, sinusoidal_shift_matrix
 from .attention import attention, attention_entropy, attention_scores, causal_mask, softmax
+from .check import RopeReport, check_rope  # checker (part "Check your implementation")
 from .rotary import (
     angles,
     apply_rope,
@@ -44,6 +45,7 @@ __all__ = [
     "attention_entropy",
     "attention_scores",
     "causal_mask",
+    "check_rope",
     "cos_sin",
     "half_to_interleaved_weights",
     "integer_encoding",
@@ -53,6 +55,7 @@ __all__ = [
     "pair_indices",
     "pairing_permutation",
     "rotation_matrix",
+    "RopeReport",
     "sinusoidal",
     "sinusoidal_shift_matrix",
     "softmax",
