@@ -37,6 +37,7 @@ from .rotary import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "RopeReport",
     "__version__",
     "angles",
     "apply_rope",
@@ -55,7 +56,6 @@ __all__ = [
     "pair_indices",
     "pairing_permutation",
     "rotation_matrix",
-    "RopeReport",
     "sinusoidal",
     "sinusoidal_shift_matrix",
     "softmax",
