@@ -24,3 +24,28 @@ STYLE = {
 def use_book_style() -> None:
     """Apply the book's matplotlib style (call once per page)."""
     plt.rcParams.update(STYLE)
+
+
+# --- Check your implementation (checker, troubleshooting, common mistakes) ---------------
+
+
+def plot_error_growth(implementations, reference, dim, positions):
+    """Log-log plot of max |fn(x, m) - reference(x, m)| against the position m, one curve per
+    implementation; x is a fixed seeded unit vector. Returns the figure."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(dim)
+    x /= np.linalg.norm(x)
+    xs = np.tile(x, (len(positions), 1))
+    want = reference(xs, positions)
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    for name, fn in implementations.items():
+        err = np.max(np.abs(fn(xs, positions) - want), axis=1)
+        ax.loglog(positions[1:], np.maximum(err[1:], 1e-17), marker="o", ms=3, label=name)
+    ax.set_xlabel("position m (tokens)")
+    ax.set_ylabel("max |output - reference| (unit input)")
+    ax.set_title("How the error grows with the position")
+    ax.legend(loc="lower right", fontsize=9)
+    fig.tight_layout()
+    return fig

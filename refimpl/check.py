@@ -42,8 +42,8 @@ PRECISIONS = (
 
 # Positions probed by default: small ones (to read frequencies unambiguously), powers of two
 # (to unwrap angles and refine frequencies), and large ones (to expose precision loss).
-_DEFAULT_POSITIONS = (0, 1, 2, 3, 5, 7, 8, 16, 32, 64, 128, 256, 512, 1000, 1024, 2048, 4096)
-_LARGE_POSITIONS = (8192, 16384, 32768)
+_DEFAULT_POSITIONS = (0, 1, 2, 3, 5, 7, 8, 16, 32, 64, 128, 256, 257, 512, 1000, 1023, 1024, 2048, 4095, 4096)
+_LARGE_POSITIONS = (8192, 12345, 16384, 30001, 32768)
 _COMMON_BASES = (10000.0, 500000.0, 1000000.0, 100000.0, 50000.0, 5000000.0, 1000.0, 100.0)
 _SCALING_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 40.0, 64.0, 128.0)
 _ORIGINAL_MAX = (2048, 4096, 8192, 16384, 32768)
@@ -317,7 +317,7 @@ def _unwrap_frequencies(positions, dphi):
 
     ``dphi[k, i]`` is the measured angle at ``positions[k]`` minus the one at 0 (wrapped). The
     estimate starts from position 1 (frequencies below pi rad/token are unambiguous there) and
-    is refined at each larger position whose angle agrees with the prediction to pi/4.
+    is refined at each larger power of two whose angle agrees with the prediction to pi/4.
     """
     order = np.argsort(positions)
     pos, dphi = positions[order], dphi[order]
@@ -326,8 +326,8 @@ def _unwrap_frequencies(positions, dphi):
     alive = np.ones_like(theta, dtype=bool)
     for k in range(len(pos)):
         m = pos[k]
-        if m <= 1.0:
-            continue
+        if m <= 1.0 or not _is_power_of_two(m):
+            continue  # powers of two are exact in every format, so rounded positions cannot bias
         pred = m * theta
         miss = np.abs(_wrap(dphi[k] - pred))
         alive &= miss < np.pi / 4
@@ -335,6 +335,11 @@ def _unwrap_frequencies(positions, dphi):
         cand = (dphi[k] + _TWO_PI * turns) / m
         theta = np.where(alive, cand, theta)
     return theta
+
+
+def _is_power_of_two(m: float) -> bool:
+    mant, _ = math.frexp(m)
+    return mant == 0.5
 
 
 def _fit_geometric(theta, r):
