@@ -38,11 +38,33 @@ PRECISIONS = (
     "float16 angles",
     "bfloat16 angles",
     "worse than bfloat16",
+    "undetermined",
 )
 
 # Positions probed by default: small ones (to read frequencies unambiguously), powers of two
 # (to unwrap angles and refine frequencies), and large ones (to expose precision loss).
-_DEFAULT_POSITIONS = (0, 1, 2, 3, 5, 7, 8, 16, 32, 64, 128, 256, 257, 512, 1000, 1023, 1024, 2048, 4095, 4096)
+_DEFAULT_POSITIONS = (
+    0,
+    1,
+    2,
+    3,
+    5,
+    7,
+    8,
+    16,
+    32,
+    64,
+    128,
+    256,
+    257,
+    512,
+    1000,
+    1023,
+    1024,
+    2048,
+    4095,
+    4096,
+)
 _LARGE_POSITIONS = (8192, 12345, 16384, 30001, 32768)
 _COMMON_BASES = (10000.0, 500000.0, 1000000.0, 100000.0, 50000.0, 5000000.0, 1000.0, 100.0)
 _SCALING_FACTORS = (2.0, 4.0, 8.0, 16.0, 32.0, 40.0, 64.0, 128.0)
@@ -623,8 +645,15 @@ def check_rope(
     zero_freq = np.abs(theta) < 1e-12
     if np.any(theta < -1e-12):
         findings_bad.append(
-            "some pairs rotate in the opposite direction to others; the sign of the rotation "
-            "must be the same for every pair."
+            "some pairs rotate in the opposite direction to others, or faster than pi rad/token "
+            "(their angles alias): RoPE frequencies are base**(-2i/d), at most 1 rad/token and "
+            "decreasing with i. A positive exponent base**(+2i/d) gives the reciprocals."
+        )
+    elif h > 1 and np.ptp(theta) <= 1e-9 * np.max(np.abs(theta)):
+        findings_bad.append(
+            f"every pair has the same frequency {theta[0]:.6g} rad/token, so positions are only "
+            "seen modulo one wavelength: the exponent 2i/d is the same for all pairs (an integer "
+            "division such as arange(0, d, 2) // d?). Use a float division."
         )
     theta_pos = np.where(theta > 0, theta, np.nan)
     # offset: phi(0) = delta * theta
@@ -680,8 +709,9 @@ def check_rope(
         else:
             scaling_name = "unknown"
             findings_info.append(
-                "the frequencies do not follow a geometric progression "
-                f"(largest log-residual {resid:.2g}) and match no known scaling family."
+                "the frequencies do not decrease geometrically with the pair index "
+                + (f"(largest log-residual {resid:.2g}) " if np.isfinite(resid) else "")
+                + "and match no known scaling family."
             )
     if ref_theta is None and geometric:
         if index_origin == 0 and lin_factor is None:
@@ -810,7 +840,7 @@ def check_rope(
             f"({prec_detail}); the errors suggest {precision} arithmetic. "
             + _precision_fix(precision)
         )
-    elif precision not in ("float64", "float32"):
+    elif precision not in ("float64", "float32", "undetermined"):
         if worst > 1.0:
             findings_bad.append(
                 f"precision: the errors suggest {precision} arithmetic ({prec_detail}). "
@@ -868,7 +898,7 @@ def _failed_report(findings, d, tol, pairing="none") -> RopeReport:
         position_offset=float("nan"),
         rotary_dim=0,
         rotated_features=np.zeros(0, dtype=int),
-        precision="worse than bfloat16",
+        precision="undetermined",
         max_error=float("inf"),
         relative_position_error=float("nan"),
         deviations=[],
@@ -968,7 +998,7 @@ def _attention_applied(scale: float, ref: float) -> str:
 def _precision(pos, phi, mag, scale, tf, ref_theta, delta):
     """Precision class from the angle and magnitude errors (see the checker page)."""
     if tf is None or ref_theta is None:
-        return "worse than bfloat16", "frequencies could not be read"
+        return "undetermined", "frequencies could not be read"
     ang = np.multiply.outer(pos + delta, ref_theta)  # (P, h) exact angles
     e_ang = np.abs(_wrap(phi - ang))
     e_mag = float(np.max(np.abs(mag - scale))) / max(scale, 1e-300)

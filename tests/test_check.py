@@ -402,3 +402,16 @@ def test_errors():
     spec = types.SimpleNamespace(dim=16, rotary_dim=16, inv_freq=np.ones(8), pairing="half")
     with pytest.raises(ValueError, match="dim=8 differs from the expected spec's dim=16"):
         check_rope(refimpl.apply_rope, dim=8, expected=spec)
+
+
+def test_reciprocal_frequencies_alias():
+    fn = lambda x, p: refimpl.apply_rope(x, p, inv_freq=BASE ** (np.arange(0, D, 2) / D))  # noqa: E731
+    rep = _check(fn)
+    assert not rep.ok and _has(rep, "base**(+2i/d) gives the reciprocals")
+    assert rep.precision == "undetermined"
+
+
+def test_integer_division_exponent_gives_one_frequency():
+    fn = lambda x, p: refimpl.apply_rope(x, p, inv_freq=BASE ** (-(np.arange(0, D, 2) // D)))  # noqa: E731
+    rep = _check(fn)
+    assert not rep.ok and _has(rep, "same frequency 1 rad/token", "integer division")
