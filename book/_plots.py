@@ -49,3 +49,41 @@ def plot_error_growth(implementations, reference, dim, positions):
     ax.legend(loc="lower right", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def plot_base_wavelengths(dim, bases, contexts):
+    """Wavelength 2*pi*b**(2i/d) per pair for several bases, with context lengths marked."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    i = np.arange(dim // 2)
+    for b in bases:
+        ax.semilogy(i, 2 * np.pi * b ** (2 * i / dim), label=f"base {b:g}")
+    for L in contexts:
+        ax.axhline(L, color="gray", ls="--", lw=1)
+        ax.text(1, L * 1.3, f"context {L}", color="gray", fontsize=9)
+    ax.set_xlabel("pair index i")
+    ax.set_ylabel("wavelength (tokens)")
+    ax.set_title("Larger base, longer wavelengths")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_base_similarity(dim, bases, max_distance):
+    """Mean cosine (2/d) sum_i cos(r theta_i) against the relative distance r (log axis)."""
+    import numpy as np
+
+    r = np.unique(np.round(np.logspace(0, np.log10(max_distance), 600)))
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    i = np.arange(dim // 2)
+    for b in bases:
+        theta = b ** (-2 * i / dim)
+        ax.semilogx(r, np.cos(np.outer(r, theta)).mean(axis=1), label=f"base {b:g}")
+    ax.axhline(0.0, color="gray", lw=1)
+    ax.set_xlabel("relative distance r (tokens)")
+    ax.set_ylabel("mean cos(r theta_i) (unitless)")
+    ax.set_title("Self-similarity against distance")
+    ax.legend(loc="lower left")
+    fig.tight_layout()
+    return fig

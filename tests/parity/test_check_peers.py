@@ -89,3 +89,18 @@ def test_rotary_embedding_torch_partial_passes():
     rep = check_rope(fn, dim=64, base=10000.0, pairing="interleaved", rotary_dim=16)
     assert rep.ok, str(rep)
     assert rep.rotary_dim == 16
+
+
+def test_torch_only_function_is_called_with_tensors():
+    # fn uses tensor methods, so NumPy input raises and the checker retries with torch tensors
+    def torch_rope(x, positions):
+        d = x.shape[-1]
+        inv = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+        ang = positions.unsqueeze(-1).double() * inv
+        x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+        return torch.cat([x1 * ang.cos() - x2 * ang.sin(), x2 * ang.cos() + x1 * ang.sin()], -1)
+
+    rep = check_rope(torch_rope, dim=32, base=10000.0, pairing="half")
+    assert rep.ok and rep.precision == "float64", str(rep)
+    rep = check_rope(torch_rope, dim=32, backend="torch")
+    assert rep.ok
