@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JB     := $(VENV)/bin/jupyter-book
 
-.PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu clean
+.PHONY: test-browser help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu clean
 
 help:
 	@echo "make book         build the book into _build/html (offline; opens at _build/html/index.html)"
@@ -13,6 +13,7 @@ help:
 	@echo "make test-fast    the pytest suite only (no lint, no book build)"
 	@echo "make test-parity  parity tests against transformers / rotary-embedding-torch (installs torch 2.13.0 CPU)"
 	@echo "make test-gpu     GPU parity tests (run on CPU when CUDA is absent)"
+	@echo "make test-browser build the book and test it in headless Chromium"
 	@echo "make format       apply ruff formatting"
 
 $(STAMP): pyproject.toml
@@ -43,6 +44,17 @@ test-parity: $(TORCH_STAMP)
 
 test-gpu: $(TORCH_STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m gpu tests/gpu
+
+BROWSER_STAMP := $(VENV)/.installed-browser
+
+# Playwright drives Debian's Chromium (no browser download); apt-get needs root, as in CI.
+$(BROWSER_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[book,test,browser]"
+	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	touch $(BROWSER_STAMP)
+
+test-browser: $(BROWSER_STAMP) book
+	REFIMPL_BROWSER_TESTS=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/browser
 
 clean:
 	rm -rf _build
@@ -77,6 +89,17 @@ test-parity: $(TORCH_STAMP)
 
 test-gpu: $(TORCH_STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m gpu tests/gpu
+
+BROWSER_STAMP := $(VENV)/.installed-browser
+
+# Playwright drives Debian's Chromium (no browser download); apt-get needs root, as in CI.
+$(BROWSER_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[book,test,browser]"
+	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	touch $(BROWSER_STAMP)
+
+test-browser: $(BROWSER_STAMP) book
+	REFIMPL_BROWSER_TESTS=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/browser
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis
