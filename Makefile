@@ -3,16 +3,20 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TORCH_STAMP   := $(VENV)/.installed-torch
+BROWSER_STAMP := $(VENV)/.installed-browser
 JB     := $(VENV)/bin/jupyter-book
 
-.PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu clean
+.PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu \
+	test-browser clean
 
 help:
-	@echo "make book         build the book into _build/html (offline; opens at _build/html/index.html)"
+	@echo "make book         build the book into _build/html (offline; open _build/html/index.html)"
 	@echo "make test         lint, unit/property/doctest/notebook tests, and a clean -W book build"
 	@echo "make test-fast    the pytest suite only (no lint, no book build)"
 	@echo "make test-parity  parity tests against transformers / rotary-embedding-torch (installs torch 2.13.0 CPU)"
-	@echo "make test-gpu     GPU parity tests (run on CPU when CUDA is absent)"
+	@echo "make test-gpu     GPU parity tests (run on the CPU when CUDA is absent)"
+	@echo "make test-browser build the book and test it in headless Chromium"
 	@echo "make format       apply ruff formatting"
 
 $(STAMP): pyproject.toml
@@ -24,13 +28,6 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-book: $(STAMP)
-	$(JB) build . -W --keep-going
-	@echo
-	@echo "Book built: open $(CURDIR)/_build/html/index.html"
-
-book-TORCH_STAMP := $(VENV)/.installed-torch
-
 # torch 2.13.0 (CPU build), transformers and rotary-embedding-torch, pinned in pyproject's extras.
 $(TORCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install -q -e ".[book,test,parity]"
@@ -38,13 +35,18 @@ $(TORCH_STAMP): $(STAMP) pyproject.toml
 
 venv-torch: $(TORCH_STAMP)
 
-test-parity: $(TORCH_STAMP)
-	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -m parity tests/parity
+# Playwright drives Debian's Chromium (no browser download); apt-get needs root, as in CI.
+$(BROWSER_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[book,test,browser]"
+	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	touch $(BROWSER_STAMP)
 
-test-gpu: $(TORCH_STAMP)
-	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m gpu tests/gpu
+book: $(STAMP)
+	$(JB) build . -W --keep-going
+	@echo
+	@echo "Book built: open $(CURDIR)/_build/html/index.html"
 
-clean:
+book-clean:
 	rm -rf _build
 
 lint: $(STAMP)
@@ -63,20 +65,14 @@ test: $(STAMP) lint test-fast
 	$(JB) build . -W --keep-going --all
 	@echo "Book built from a clean cache with zero warnings."
 
-TORCH_STAMP := $(VENV)/.installed-torch
-
-# torch 2.13.0 (CPU build), transformers and rotary-embedding-torch, pinned in pyproject's extras.
-$(TORCH_STAMP): $(STAMP) pyproject.toml
-	$(PY) -m pip install -q -e ".[book,test,parity]"
-	touch $(TORCH_STAMP)
-
-venv-torch: $(TORCH_STAMP)
-
 test-parity: $(TORCH_STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -m parity tests/parity
 
 test-gpu: $(TORCH_STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m gpu tests/gpu
 
+test-browser: $(BROWSER_STAMP) book
+	REFIMPL_BROWSER_TESTS=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/browser
+
 clean:
-	rm -rf _build .pytest_cache .hypothesis
+	rm -rf _build .pytest_cache .hypothesis artifacts

@@ -26,6 +26,148 @@ def use_book_style() -> None:
     plt.rcParams.update(STYLE)
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 1: foundations (why positions, naive and sinusoidal encodings, RoPE, pairings)
+# ---------------------------------------------------------------------------------------------
+
+import numpy as np  # noqa: E402
+
+
+def plot_permuted_attention(weights, weights_perm, perm):
+    """Attention weights of a sequence and of its permutation, the latter put back in order."""
+    inv = np.argsort(perm)
+    fig, axes = plt.subplots(1, 3, figsize=(10.0, 3.4), constrained_layout=True)
+    panels = [
+        (weights, "original order"),
+        (weights_perm, "permuted tokens"),
+        (weights_perm[np.ix_(inv, inv)], "permuted, then un-permuted"),
+    ]
+    for ax, (w, title) in zip(axes, panels, strict=True):
+        im = ax.imshow(w, cmap="viridis", vmin=0, vmax=float(weights.max()))
+        ax.set_title(title)
+        ax.set_xlabel("key index j")
+        ax.grid(False)
+    axes[0].set_ylabel("query index i")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
+    return fig
+
+
+def plot_naive_encodings(lengths, integer_max, normalized_step, pos10):
+    """Magnitude of the integer encoding and resolution of the normalized one vs length."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10.0, 3.8), constrained_layout=True)
+    a.loglog(lengths, integer_max, "o-", label="integer: largest entry, N - 1")
+    a.axhline(1.0, color="gray", ls="--", label="scale of a unit-norm embedding")
+    a.set_xlabel("sequence length N (tokens)")
+    a.set_ylabel("magnitude (dimensionless)")
+    a.set_title("integer encoding: magnitude grows with N")
+    a.legend()
+    b.loglog(lengths, normalized_step, "o-", label="normalized: step between neighbours")
+    b.loglog(lengths, pos10, "s--", label="normalized: value given to position 10")
+    b.set_xlabel("sequence length N (tokens)")
+    b.set_ylabel("encoded value (dimensionless)")
+    b.set_title("normalized encoding: resolution shrinks with N")
+    b.legend()
+    return fig
+
+
+def plot_sinusoidal_table(pe):
+    """Heat map of a sinusoidal table (positions x features)."""
+    fig, ax = plt.subplots(figsize=(8.0, 4.0), constrained_layout=True)
+    im = ax.imshow(pe, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    ax.set_xlabel("feature j (even: sin, odd: cos)")
+    ax.set_ylabel("position p (tokens)")
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, label="PE[p, j]")
+    return fig
+
+
+def plot_wavelengths(dims_bases, n_train=None):
+    """Wavelength 2 pi / theta_i (tokens) of every pair i, for several (d, base)."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.0), constrained_layout=True)
+    for d, base in dims_bases:
+        i = np.arange(d // 2)
+        lam = 2 * np.pi * base ** (2 * i / d)
+        ax.semilogy(i / (d // 2), lam, label=f"d = {d}, base = {base:g}")
+    if n_train is not None:
+        ax.axhline(n_train, color="gray", ls="--", label=f"{n_train} tokens")
+    ax.set_xlabel("pair index i / (d/2)")
+    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
+    ax.legend()
+    return fig
+
+
+def plot_dot_vs_offset(offsets, curves):
+    """PE(p) . PE(p + k) against k; ``curves`` maps a label to values."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.8), constrained_layout=True)
+    for label, vals in curves.items():
+        ax.plot(offsets, vals, label=label)
+    ax.set_xlabel("offset k (tokens)")
+    ax.set_ylabel("PE(p) · PE(p + k)")
+    ax.legend()
+    return fig
+
+
+def plot_pair_trajectories(points, freqs):
+    """Each pair of a rotated vector traces a circle at its own speed.
+
+    ``points`` has shape (n_positions, n_pairs, 2).
+    """
+    n_pairs = points.shape[1]
+    fig, axes = plt.subplots(1, n_pairs, figsize=(3.2 * n_pairs, 3.4), constrained_layout=True)
+    for i, ax in enumerate(np.atleast_1d(axes)):
+        xy = points[:, i]
+        ax.plot(xy[:, 0], xy[:, 1], "-", color="0.7", lw=1)
+        sc = ax.scatter(xy[:, 0], xy[:, 1], c=np.arange(len(xy)), cmap="viridis", s=18, zorder=3)
+        ax.set_aspect("equal")
+        ax.set_title(f"pair {i}: θ = {freqs[i]:.3g} rad/token")
+        ax.set_xlabel("first feature of the pair")
+        ax.set_ylabel("second feature")
+    fig.colorbar(sc, ax=axes, shrink=0.8, label="position m (tokens)")
+    return fig
+
+
+def plot_decay(distances, curves):
+    """Long-term decay: Su's bound against actual scores; ``curves`` maps label -> values."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.0), constrained_layout=True)
+    for label, (vals, style) in curves.items():
+        ax.semilogx(distances, vals, style, label=label, lw=1.2)
+    ax.set_xlabel("relative distance n - m (tokens)")
+    ax.set_ylabel("value (dimensionless)")
+    ax.legend(fontsize=9)
+    return fig
+
+
+def plot_pairings(dim):
+    """Which features form a pair in each layout: colour = pair index."""
+    fig, axes = plt.subplots(2, 1, figsize=(8.0, 2.6), constrained_layout=True)
+    h = dim // 2
+    half = np.concatenate([np.arange(h), np.arange(h)])
+    inter = np.repeat(np.arange(h), 2)
+    for ax, row, title in zip(
+        axes, (half, inter), ('pairing="half" (transformers, GPT-NeoX)',
+                              'pairing="interleaved" (RoFormer, Meta Llama, GPT-J)'), strict=True
+    ):
+        ax.imshow(row[None, :], cmap="tab10" if h <= 10 else "tab20", aspect="auto")
+        for j, v in enumerate(row):
+            ax.text(j, 0, f"{v}", ha="center", va="center", color="white", fontsize=10)
+        ax.set_yticks([])
+        ax.set_xticks(range(dim))
+        ax.set_title(title, fontsize=10)
+        ax.grid(False)
+    axes[1].set_xlabel("feature index j (the number in a cell is its pair i)")
+    return fig
+
+
+def plot_wrong_pairing(positions, errors):
+    """Score error against position when q/k were trained for one pairing and rotated with the
+    other; ``errors`` maps a label to values."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.8), constrained_layout=True)
+    for label, vals in errors.items():
+        ax.plot(positions, vals, label=label)
+    ax.set_xlabel("relative distance n - m (tokens)")
+    ax.set_ylabel("|score error| / |score scale|")
+    ax.legend()
+
 # --- Check your implementation (checker, troubleshooting, common mistakes) ---------------
 
 

@@ -39,13 +39,36 @@ def attention_scores(q, k, *, scale: float | None = None) -> np.ndarray:
         raise ValueError(f"q and k must have the same feature size, got {qa.shape} and {ka.shape}")
     d = qa.shape[-1]
     sc = 1.0 / np.sqrt(d) if scale is None else check_positive(scale, "scale")
-    return (qa @ np.swapaxes(ka, -1, -2)) * sc  # [eq:attn-scores]
+    q64, k64 = qa.astype(np.float64, copy=False), ka.astype(np.float64, copy=False)
+    s = (q64 @ np.swapaxes(k64, -1, -2)) * sc  # [eq:attn-scores]
+    return s.astype(result_dtype(qa, ka), copy=False)
 
 
 def softmax(x, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax; entries equal to ``-inf`` get weight 0.
+    r"""Numerically stable softmax; entries equal to ``-inf`` get weight 0.
 
-    A row made only of ``-inf`` raises ``ValueError`` instead of returning NaN.
+    Parameters
+    ----------
+    x : array_like, shape (..., n)
+        Logits; ``-inf`` marks a masked entry. NaN and ``+inf`` are rejected.
+    axis : int, default -1
+        Axis along which the weights sum to 1.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``x``
+        :math:`p_j = e^{x_j - \max x} / \sum_l e^{x_l - \max x}`, computed in float64 and
+        rounded once to ``x``'s floating dtype (float64 for integers and lists).
+
+    Raises
+    ------
+    ValueError
+        If a row is made only of ``-inf`` (fully masked): its softmax is undefined, and
+        returning NaN would hide the bug.
+
+    Notes
+    -----
+    Book equation ``eq:softmax``.
 
     Examples
     --------
@@ -55,20 +78,37 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     a = np.asarray(x)
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"x must be a real numeric array, got dtype {a.dtype}")
-    a = a.astype(result_dtype(a), copy=False)
+    dtype = result_dtype(a)
+    a = a.astype(np.float64, copy=False)
     if np.any(np.isnan(a)) or np.any(a == np.inf):
         raise ValueError("x must not contain NaN or +inf")
     mx = np.max(a, axis=axis, keepdims=True)
     if np.any(mx == -np.inf):
         raise ValueError("softmax of a row whose entries are all -inf (fully masked) is undefined")
     e = np.exp(a - mx)
-    return e / np.sum(e, axis=axis, keepdims=True)  # [eq:softmax]
+    p = e / np.sum(e, axis=axis, keepdims=True)  # [eq:softmax]
+    return p.astype(dtype, copy=False)
 
 
 def causal_mask(q_len: int, k_len: int | None = None) -> np.ndarray:
     """Additive causal mask: 0 where key position <= query position, ``-inf`` elsewhere.
 
-    When ``k_len > q_len`` the queries are the last ``q_len`` positions (decoding with a cache).
+    Parameters
+    ----------
+    q_len : int
+        Number of queries (positive).
+    k_len : int, optional
+        Number of keys, at least ``q_len``; default ``q_len``. When ``k_len > q_len`` the
+        queries are the last ``q_len`` positions (decoding with a cache).
+
+    Returns
+    -------
+    numpy.ndarray, shape (q_len, k_len), float64
+        ``mask[i, j] = 0`` if ``j <= i + (k_len - q_len)`` else ``-inf``.
+
+    Notes
+    -----
+    Book equation ``eq:causal-mask``.
 
     Examples
     --------
@@ -130,8 +170,12 @@ def attention(
     >>> attention(q, k, v, causal=True)[0]
     array([1., 0.])
     """
-    s = attention_scores(q, k, scale=scale)
+    qa = as_float_array(q, "q", min_ndim=2)
+    ka = as_float_array(k, "k", min_ndim=2)
     va = as_float_array(v, "v", min_ndim=2)
+    dtype = result_dtype(qa, ka, va)
+    # computed in float64, rounded once to the inputs' dtype at the end
+    s = attention_scores(qa.astype(np.float64), ka.astype(np.float64), scale=scale)
     if va.shape[-2] != s.shape[-1]:
         raise ValueError(f"v has {va.shape[-2]} rows but k has {s.shape[-1]}")
     if bias is not None:
@@ -156,14 +200,31 @@ def attention(
     if causal:
         s = s + causal_mask(s.shape[-2], s.shape[-1])
     w = softmax(s, axis=-1)
-    out = w @ va  # [eq:attention]
+    out = w @ va.astype(np.float64, copy=False)  # [eq:attention]
+    out, w = out.astype(dtype, copy=False), w.astype(dtype, copy=False)
     return (out, w) if return_weights else out
 
 
 def attention_entropy(weights, axis: int = -1) -> np.ndarray:
     r"""Shannon entropy (nats) of attention rows, :math:`H = -\sum_j p_j \log p_j`.
 
-    Zero weights contribute 0. Each row must be a probability distribution.
+    Parameters
+    ----------
+    weights : array_like, shape (..., k_len)
+        Attention weights; every row must be non-negative and sum to 1 (within the rounding
+        of its dtype).
+    axis : int, default -1
+        The axis of a row.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...,)
+        Entropy of each row in nats; zero weights contribute 0. It lies between 0 (all weight
+        on one key) and :math:`\log k_{len}` (uniform).
+
+    Notes
+    -----
+    Book equation ``eq:attn-entropy``.
 
     Examples
     --------
@@ -171,11 +232,16 @@ def attention_entropy(weights, axis: int = -1) -> np.ndarray:
     0.693147
     """
     p = as_float_array(weights, "weights", min_ndim=1)
+    dtype = p.dtype
+    p = p.astype(np.float64, copy=False)
     if np.any(p < 0):
         raise ValueError("weights must be non-negative")
     sums = np.sum(p, axis=axis)
-    if not np.allclose(sums, 1.0, rtol=1e-6, atol=1e-6):
+    # a row rounded once to `dtype` sums to 1 within n * eps / 2; allow that (at least 1e-6)
+    n = p.shape[axis] if p.ndim else 1
+    tol = max(1e-6, float(np.finfo(dtype).eps) * n)
+    if not np.allclose(sums, 1.0, rtol=0.0, atol=tol):
         raise ValueError("weights must sum to 1 along axis (rows of a softmax)")
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    return np.sum(terms, axis=axis)  # [eq:attn-entropy]
+    return np.sum(terms, axis=axis).astype(dtype, copy=False)  # [eq:attn-entropy]

@@ -1,0 +1,175 @@
+"""The built book as a reader meets it, in headless Chromium (run by `make test-browser`).
+
+Serves `_build/html` on 127.0.0.1 and opens every page. Asserts: no request leaves 127.0.0.1;
+math is typeset (MathJax containers, no MathJax error nodes) on every page that has math; every
+image loads; exercise solutions are hidden and open on click; the search page finds key terms.
+Screenshots of key pages are written to `artifacts/screenshots/` (gitignored).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import pathlib
+import threading
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("REFIMPL_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Pages worth a screenshot when they exist (stems under book/).
+KEY_PAGES = ["intro", "rope", "pairings", "yarn", "compare_methods", "alibi", "numerics_errors"]
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("REFIMPL_BROWSER_TESTS") != "1",
+    reason="browser tests run with `make test-browser` (builds the book, installs Chromium)",
+)
+
+
+def _pages() -> list[str]:
+    if not HTML.is_dir():
+        return []
+    return sorted(p.relative_to(HTML).as_posix() for p in HTML.glob("book/*.html"))
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest output readable
+        pass
+
+
+@pytest.fixture(scope="session")
+def server():
+    if not (HTML / "index.html").is_file():
+        pytest.fail(f"no built book at {HTML}; run `make book` first")
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not pathlib.Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test-browser` installs it")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    pg = context.new_page()
+    pg.requests = []
+    pg.on("request", lambda r: pg.requests.append(r.url))
+    yield pg
+    context.close()
+
+
+def _foreign(urls: list[str]) -> list[str]:
+    bad = []
+    for u in urls:
+        parsed = urlparse(u)
+        if parsed.scheme in ("data", "blob", "about"):
+            continue
+        if parsed.hostname != "127.0.0.1":
+            bad.append(u)
+    return bad
+
+
+def _wait_for_mathjax(pg) -> None:
+    pg.wait_for_function(
+        "window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20000
+    )
+    pg.evaluate("MathJax.startup.promise")
+
+
+@pytest.mark.parametrize("rel", _pages())
+def test_page_is_offline_typeset_and_images_load(page, server, rel):
+    page.goto(f"{server}/{rel}", wait_until="load")
+    source = (HTML / rel).read_text(encoding="utf8")
+    if 'class="math' in source:
+        _wait_for_mathjax(page)
+        n_math = page.locator("mjx-container").count()
+        assert n_math > 0, f"{rel}: has math but MathJax typeset nothing"
+        assert page.locator("mjx-merror").count() == 0, f"{rel}: MathJax reported errors"
+    widths = page.eval_on_selector_all(
+        "img", "imgs => imgs.map(i => [i.getAttribute('src'), i.complete && i.naturalWidth])"
+    )
+    broken = [src for src, w in widths if not w]
+    assert not broken, f"{rel}: images that did not load: {broken}"
+    page.wait_for_timeout(200)
+    assert not _foreign(page.requests), f"{rel}: requests off 127.0.0.1: {_foreign(page.requests)}"
+    stem = pathlib.Path(rel).stem
+    if stem in KEY_PAGES:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{stem}.png"), full_page=False)
+
+
+def test_every_page_was_found():
+    pages = _pages()
+    assert "book/intro.html" in pages
+    assert len(pages) > 3, f"expected the book's pages under {HTML}/book, found {pages}"
+
+
+def test_root_opens_the_landing_page(page, server):
+    page.goto(f"{server}/index.html")
+    page.wait_for_url("**/book/intro.html", timeout=10000)
+    assert page.locator("article h1").first.is_visible()
+
+
+def _pages_with_solutions() -> list[str]:
+    return [
+        rel
+        for rel in _pages()
+        if 'class="solution dropdown' in (HTML / rel).read_text(encoding="utf8")
+    ]
+
+
+def test_the_book_has_exercise_solutions():
+    assert _pages_with_solutions(), "no page has a dropdown solution"
+
+
+@pytest.mark.parametrize("rel", _pages_with_solutions())
+def test_solutions_are_hidden_and_open_on_click(page, server, rel):
+    page.goto(f"{server}/{rel}", wait_until="load")
+    solutions = page.locator("div.solution.dropdown")
+    n = solutions.count()
+    assert n > 0
+    for k in range(n):
+        sol = solutions.nth(k)
+        body = sol.locator(":scope > :not(.admonition-title)")
+        assert body.count() > 0, f"{rel}: solution {k} has no body"
+        assert not any(body.nth(j).is_visible() for j in range(body.count())), (
+            f"{rel}: solution {k} is visible before it is opened"
+        )
+        sol.locator("button.toggle-button").first.click()
+        page.wait_for_timeout(100)
+        assert all(body.nth(j).is_visible() for j in range(body.count())), (
+            f"{rel}: solution {k} did not open on click"
+        )
+
+
+@pytest.mark.parametrize("term", ["YaRN", "ALiBi", "rotation"])
+def test_search_finds(page, server, term):
+    page.goto(f"{server}/search.html?q={term}", wait_until="load")
+    page.wait_for_selector("#search-results li", timeout=20000)
+    assert page.locator("#search-results li").count() >= 1
+    assert not _foreign(page.requests)
