@@ -415,3 +415,40 @@ def test_integer_division_exponent_gives_one_frequency():
     fn = lambda x, p: refimpl.apply_rope(x, p, inv_freq=BASE ** (-(np.arange(0, D, 2) // D)))  # noqa: E731
     rep = _check(fn)
     assert not rep.ok and _has(rep, "same frequency 1 rad/token", "integer division")
+
+
+# --- scaling families: matched against the registry of refimpl.scaling ---------------------
+
+
+def _fake_scaling_module():
+    """A stand-in registry with the contract of refimpl.scaling.ROPE_SCALINGS: keyword-only
+    fn(*, dim, base, factor, original_max_position) -> (inv_freq, attention_scaling)."""
+
+    def by_parts(*, dim, base, factor, original_max_position):
+        theta = refimpl.inv_freq(dim, base)
+        slow = 2 * np.pi / theta > original_max_position / 8  # long wavelengths interpolated
+        inv = np.where(slow, theta / factor, theta)
+        return types.SimpleNamespace(inv_freq=inv, attention_scaling=0.1 * np.log(factor) + 1)
+
+    return types.SimpleNamespace(ROPE_SCALINGS={"by_parts": by_parts})
+
+
+def test_scaling_family_matched_and_its_attention_factor_expected(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "refimpl.scaling", _fake_scaling_module())
+    monkeypatch.setattr(refimpl, "scaling", sys.modules["refimpl.scaling"], raising=False)
+    fam = sys.modules["refimpl.scaling"].ROPE_SCALINGS["by_parts"]
+    res = fam(dim=D, base=BASE, factor=16.0, original_max_position=4096)
+    right = lambda x, p: refimpl.apply_rope(  # noqa: E731
+        x, p, inv_freq=res.inv_freq, attention_scaling=res.attention_scaling
+    )
+    rep = check_rope(right, dim=D)
+    assert rep.ok, str(rep)
+    assert rep.scaling == "by_parts"
+    assert rep.scaling_params == {"factor": 16.0, "original_max_position": 4096}
+    assert rep.attention_scaling_applied == "once"
+    # the same frequencies without the family's attention factor
+    missing = lambda x, p: refimpl.apply_rope(x, p, inv_freq=res.inv_freq)  # noqa: E731
+    rep = check_rope(missing, dim=D)
+    assert not rep.ok and rep.attention_scaling_applied == "none"
