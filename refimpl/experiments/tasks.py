@@ -6,9 +6,11 @@ prediction over scored positions.
 
 * ``"fetch"`` (purely relative): the target at position ``t >= offset`` is the token at
   ``t - offset``.
-* ``"induction"`` (content and relative position): the sequence is a block of distinct tokens
-  followed by the same block again; in the second block the target is the next token of the
-  first occurrence (the copy ``x[t + 1] = x[t + 1 - seq/2]``).
+* ``"induction"`` (content and relative position): each row repeats a block of ``p`` distinct
+  tokens, with the period ``p`` drawn per row from ``[seq/4, seq/2]``; once the block has been
+  seen (``t >= p``) the target is the token that followed the current one last time,
+  ``x[t + 1] = x[t + 1 - p]``. Because ``p`` varies, no fixed offset solves it: the model must
+  find the earlier occurrence of the current token by content.
 * ``"index"`` (absolute position): the target at every position ``t > index`` is the token at
   the absolute index ``index``.
 """
@@ -32,13 +34,16 @@ def _fetch(rng, batch, seq_len, vocab, offset):
 
 
 def _induction(rng, batch, seq_len, vocab):
-    half = seq_len // 2
-    if half > vocab:
+    lo, hi = max(2, seq_len // 4), seq_len // 2
+    if hi > vocab:
         raise ValueError(f"induction needs seq_len // 2 <= vocab, got seq_len={seq_len}, vocab={vocab}")
-    first = np.argsort(rng.random((batch, vocab)), axis=1)[:, :half]  # distinct tokens per row
-    tokens = np.concatenate([first, first, first[:, : seq_len - 2 * half]], axis=1)
+    period = rng.integers(lo, hi + 1, size=batch)  # a different repeat distance in every row
+    perm = np.argsort(rng.random((batch, vocab)), axis=1)  # distinct tokens per row
+    t = np.arange(seq_len)
+    tokens = np.take_along_axis(perm, t[None, :] % period[:, None], axis=1)
     targets = np.full((batch, seq_len), -1, dtype=np.int64)
-    targets[:, half : 2 * half - 1] = tokens[:, half + 1 : 2 * half]  # [eq:exp-task-induction]
+    scored = (t[None, :-1] >= period[:, None])  # the current token was seen one period earlier
+    targets[:, :-1] = np.where(scored, tokens[:, 1:], -1)  # [eq:exp-task-induction]
     return tokens, targets
 
 
