@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JB     := $(VENV)/bin/jupyter-book
 
-.PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu clean
+.PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu clean experiments
 
 help:
 	@echo "make book         build the book into _build/html (offline; opens at _build/html/index.html)"
@@ -14,6 +14,7 @@ help:
 	@echo "make test-parity  parity tests against transformers / rotary-embedding-torch (installs torch 2.13.0 CPU)"
 	@echo "make test-gpu     GPU parity tests (run on CPU when CUDA is absent)"
 	@echo "make format       apply ruff formatting"
+	@echo "make experiments  retrain the toy models and rewrite experiments/results/*.json (a few minutes)"
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -80,3 +81,9 @@ test-gpu: $(TORCH_STAMP)
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis
+
+# Part "What the encodings do": trained toy models; each script writes experiments/results/NAME.json.
+EXPERIMENTS := length_generalisation rope_extension attention_entropy rope_base
+
+experiments: $(STAMP)
+	@for e in $(EXPERIMENTS); do echo "== experiments/$$e.py"; $(PY) experiments/$$e.py || exit 1; done
