@@ -56,7 +56,11 @@ def header(name: str) -> dict:
         "seeds": {"train": SEED, "eval": EVAL_SEED},
         "versions": versions(),
         "model": MODEL.as_dict(),
-        "training": {**train_config("<task>").as_dict(), "eval_lengths": list(EVAL_LENGTHS), "n_eval": N_EVAL},
+        "training": {
+            **train_config("<task>").as_dict(),
+            "eval_lengths": list(EVAL_LENGTHS),
+            "n_eval": N_EVAL,
+        },
         "pending": [],
         "results": [],
     }

@@ -212,14 +212,32 @@ def test_cross_entropy_gradient_matches_finite_differences():
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: make_batch("copy", np.random.default_rng(0), batch=1, seq_len=8, vocab=4), "task must be one of"),
-        (lambda: make_batch("fetch", np.random.default_rng(0), batch=1, seq_len=3, vocab=4), "offset must be < seq_len"),
-        (lambda: make_batch("induction", np.random.default_rng(0), batch=1, seq_len=40, vocab=4), "seq_len // 2 <= vocab"),
-        (lambda: make_batch("index", np.random.default_rng(0), batch=1, seq_len=3, vocab=4), "index must be < seq_len - 1"),
-        (lambda: make_batch("fetch", np.random.default_rng(0), batch=0, seq_len=8, vocab=4), "batch must be positive"),
+        (
+            lambda: make_batch("copy", np.random.default_rng(0), batch=1, seq_len=8, vocab=4),
+            "task must be one of",
+        ),
+        (
+            lambda: make_batch("fetch", np.random.default_rng(0), batch=1, seq_len=3, vocab=4),
+            "offset must be < seq_len",
+        ),
+        (
+            lambda: make_batch("induction", np.random.default_rng(0), batch=1, seq_len=40, vocab=4),
+            "seq_len // 2 <= vocab",
+        ),
+        (
+            lambda: make_batch("index", np.random.default_rng(0), batch=1, seq_len=3, vocab=4),
+            "index must be < seq_len - 1",
+        ),
+        (
+            lambda: make_batch("fetch", np.random.default_rng(0), batch=0, seq_len=8, vocab=4),
+            "batch must be positive",
+        ),
         (lambda: ModelConfig(d_model=30, n_heads=4), "d_model must be a multiple of n_heads"),
         (lambda: make_encoding("fourier", head_dim=16, max_len=8), "name must be one of"),
-        (lambda: cross_entropy(np.zeros((1, 2, 3)), np.array([[-1, -1]])), "at least one scored position"),
+        (
+            lambda: cross_entropy(np.zeros((1, 2, 3)), np.array([[-1, -1]])),
+            "at least one scored position",
+        ),
         (lambda: accuracy(np.zeros((1, 2, 3)), np.array([[0, 1]]), start=2), "no scored positions"),
         (lambda: RoPE(16).with_frequencies(np.ones(3)), "inv_freq must have shape"),
         (lambda: RoPE(15), "head_dim must be even"),
@@ -260,7 +278,10 @@ def test_result_files_match_their_schema(path):
     doc = load_result(path)
     assert doc["experiment"] == path.stem
     assert (ROOT / "experiments" / f"{path.stem}.py").exists()
-    assert doc["command"].endswith(f"experiments/{path.stem}.py") or f"{path.stem}.py" in doc["command"]
+    assert (
+        doc["command"].endswith(f"experiments/{path.stem}.py")
+        or f"{path.stem}.py" in doc["command"]
+    )
     for row in doc["results"]:
         for ev in row.get("eval", []):
             assert 0.0 <= ev["acc"] <= 1.0

@@ -158,7 +158,9 @@ class RoPE(PositionalEncoding):
 
     name = "rope"
 
-    def __init__(self, head_dim: int, base: float = 10000.0, frequencies: Frequencies | None = None):
+    def __init__(
+        self, head_dim: int, base: float = 10000.0, frequencies: Frequencies | None = None
+    ):
         self.head_dim = check_dim(head_dim, "head_dim")
         self.base = check_base(base)
         self.frequencies = frequencies
@@ -211,7 +213,9 @@ class RoPE(PositionalEncoding):
 
         out = RoPE(self.head_dim, self.base, frequencies)
         out.scaling_name = method
-        out.scaling_kwargs = dict(kwargs, **({} if override is None else {"attention_scaling": override}))
+        out.scaling_kwargs = dict(
+            kwargs, **({} if override is None else {"attention_scaling": override})
+        )
         return out
 
     def with_frequencies(self, inv_freq_new, attention_scaling: float = 1.0) -> RoPE:
@@ -243,7 +247,9 @@ class XPos(PositionalEncoding):
 
     name = "xpos"
 
-    def __init__(self, head_dim: int, base: float = 10000.0, scale_base: float = 512.0, gamma: float = 0.4):
+    def __init__(
+        self, head_dim: int, base: float = 10000.0, scale_base: float = 512.0, gamma: float = 0.4
+    ):
         self.head_dim = check_dim(head_dim, "head_dim")
         self.base = check_base(base)
         self.scale_base = check_positive(scale_base, "scale_base")
@@ -252,7 +258,9 @@ class XPos(PositionalEncoding):
     def _scales(self, positions):
         from ..xpos import xpos_scale  # lazy: written on another branch
 
-        z = np.asarray(xpos_scale(positions, self.head_dim, scale_base=self.scale_base, gamma=self.gamma))
+        z = np.asarray(
+            xpos_scale(positions, self.head_dim, scale_base=self.scale_base, gamma=self.gamma)
+        )
         z = np.concatenate([z, z], axis=-1)  # (T, dh): pair i scales features i and i + dh/2
         return z, 1.0 / z
 
@@ -272,11 +280,19 @@ class XPos(PositionalEncoding):
         return gq, gk
 
     def describe(self):
-        return {"name": self.name, "base": self.base, "scale_base": self.scale_base, "gamma": self.gamma}
+        return {
+            "name": self.name,
+            "base": self.base,
+            "scale_base": self.scale_base,
+            "gamma": self.gamma,
+        }
 
 
 class ALiBi(PositionalEncoding):
-    r"""ALiBi: a fixed bias :math:`-m_h (i - j)` on the causal logits (:func:`refimpl.bias.alibi_bias`)."""
+    r"""ALiBi: a fixed bias :math:`-m_h (i - j)` on the causal logits.
+
+    The bias comes from :func:`refimpl.bias.alibi_bias` (paper form, causal).
+    """
 
     name = "alibi"
 
@@ -311,7 +327,10 @@ class T5Bias(PositionalEncoding):
             pos = np.arange(seq_len)
             rel = pos[None, :] - pos[:, None]  # key - query
             b = t5_relative_position_bucket(
-                rel, bidirectional=False, num_buckets=self.num_buckets, max_distance=self.max_distance
+                rel,
+                bidirectional=False,
+                num_buckets=self.num_buckets,
+                max_distance=self.max_distance,
             )
             self._buckets[seq_len] = np.asarray(b, dtype=np.int64)
         return self._buckets[seq_len]
@@ -328,7 +347,11 @@ class T5Bias(PositionalEncoding):
         return {"pe.t5": g}
 
     def describe(self):
-        return {"name": self.name, "num_buckets": self.num_buckets, "max_distance": self.max_distance}
+        return {
+            "name": self.name,
+            "num_buckets": self.num_buckets,
+            "max_distance": self.max_distance,
+        }
 
 
 ENCODINGS = ("nope", "learned", "sinusoidal", "rope", "alibi", "t5", "xpos")

@@ -59,5 +59,5 @@ def gradient_check(
             flat[idx] = old
             fd = (lp - lm) / (2 * eps)  # [eq:exp-central-difference]
             an = grads[name].reshape(-1)[idx]
-            worst = max(worst, abs(an - fd) / max(abs(an) + abs(fd), 1e-8))
+            worst = max(worst, float(abs(an - fd) / max(abs(an) + abs(fd), 1e-8)))
     return worst

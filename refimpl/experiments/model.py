@@ -216,7 +216,7 @@ def backward(params, cache, dlogits, cfg: ModelConfig, encoding: PositionalEncod
     dbias_total = None
     for layer in reversed(range(cfg.n_layers)):
         x_in = cache["x"][layer]
-        q, k, v, rq, rk, a, o = cache["layers"][layer]
+        _, _, v, rq, rk, a, o = cache["layers"][layer]
         wq, wk, wv, wo = (params[f"L{layer}.{w}"] for w in ("Wq", "Wk", "Wv", "Wo"))
         grads[f"L{layer}.Wo"] = np.einsum("btd,bte->de", o, dx)
         do = _split(dx @ wo.T, h)  # (B, H, T, dh)
@@ -258,12 +258,20 @@ def loss_and_grads(params, tokens, targets, cfg: ModelConfig, encoding: Position
 class Adam:
     r"""Adam with bias correction (Kingma and Ba, 2015) and global-norm gradient clipping.
 
-    :math:`m \leftarrow \beta_1 m + (1-\beta_1) g`, :math:`v \leftarrow \beta_2 v + (1-\beta_2) g^2`,
+    :math:`m \leftarrow \beta_1 m + (1-\beta_1) g`,
+    :math:`v \leftarrow \beta_2 v + (1-\beta_2) g^2`,
     :math:`p \leftarrow p - \eta\, \hat m / (\sqrt{\hat v} + \epsilon)` with
     :math:`\hat m = m / (1-\beta_1^t)`, :math:`\hat v = v / (1-\beta_2^t)`.
     """
 
-    def __init__(self, params: dict, lr: float = 3e-3, betas=(0.9, 0.98), eps: float = 1e-9, clip: float = 1.0):
+    def __init__(
+        self,
+        params: dict,
+        lr: float = 3e-3,
+        betas=(0.9, 0.98),
+        eps: float = 1e-9,
+        clip: float = 1.0,
+    ):
         self.lr, self.betas, self.eps, self.clip = float(lr), tuple(betas), float(eps), float(clip)
         self.m = {k: np.zeros_like(v) for k, v in params.items()}
         self.v = {k: np.zeros_like(v) for k, v in params.items()}

@@ -16,9 +16,25 @@ import sys
 
 import numpy as np
 
-__all__ = ["COMMON_KEYS", "RESULT_KEYS", "load_result", "validate_result", "versions", "write_result"]
+__all__ = [
+    "COMMON_KEYS",
+    "RESULT_KEYS",
+    "load_result",
+    "validate_result",
+    "versions",
+    "write_result",
+]
 
-COMMON_KEYS = ("experiment", "command", "seeds", "versions", "model", "training", "pending", "results")
+COMMON_KEYS = (
+    "experiment",
+    "command",
+    "seeds",
+    "versions",
+    "model",
+    "training",
+    "pending",
+    "results",
+)
 
 RESULT_KEYS = {
     "length_generalisation": ("task", "encoding", "final_loss", "eval"),

@@ -36,13 +36,15 @@ def _fetch(rng, batch, seq_len, vocab, offset):
 def _induction(rng, batch, seq_len, vocab):
     lo, hi = max(2, seq_len // 4), seq_len // 2
     if hi > vocab:
-        raise ValueError(f"induction needs seq_len // 2 <= vocab, got seq_len={seq_len}, vocab={vocab}")
+        raise ValueError(
+            f"induction needs seq_len // 2 <= vocab, got seq_len={seq_len}, vocab={vocab}"
+        )
     period = rng.integers(lo, hi + 1, size=batch)  # a different repeat distance in every row
     perm = np.argsort(rng.random((batch, vocab)), axis=1)  # distinct tokens per row
     t = np.arange(seq_len)
     tokens = np.take_along_axis(perm, t[None, :] % period[:, None], axis=1)
     targets = np.full((batch, seq_len), -1, dtype=np.int64)
-    scored = (t[None, :-1] >= period[:, None])  # the current token was seen one period earlier
+    scored = t[None, :-1] >= period[:, None]  # the current token was seen one period earlier
     targets[:, :-1] = np.where(scored, tokens[:, 1:], -1)  # [eq:exp-task-induction]
     return tokens, targets
 
@@ -82,7 +84,8 @@ def make_batch(
 
     Examples
     --------
-    >>> tok, tgt = make_batch("fetch", np.random.default_rng(0), batch=1, seq_len=6, vocab=9, offset=2)
+    >>> rng = np.random.default_rng(0)
+    >>> tok, tgt = make_batch("fetch", rng, batch=1, seq_len=6, vocab=9, offset=2)
     >>> bool((tgt[0, 2:] == tok[0, :4]).all()), tgt[0, :2].tolist()
     (True, [-1, -1])
     """

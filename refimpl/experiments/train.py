@@ -9,7 +9,7 @@ import numpy as np
 from .._checks import check_positive, check_positive_int
 from .encodings import PositionalEncoding
 from .model import Adam, ModelConfig, forward, init_params, loss_and_grads
-from .tasks import accuracy, make_batch
+from .tasks import make_batch
 
 __all__ = ["TrainConfig", "evaluate", "train"]
 
@@ -93,7 +93,9 @@ def train(
     opt = Adam(params, lr=tc.lr)
     history, window = [], []
     for step in range(tc.steps):
-        tokens, targets = make_batch(tc.task, rng, batch=tc.batch, seq_len=tc.seq_len, vocab=cfg.vocab)
+        tokens, targets = make_batch(
+            tc.task, rng, batch=tc.batch, seq_len=tc.seq_len, vocab=cfg.vocab
+        )
         loss, grads = loss_and_grads(params, tokens, targets, cfg, encoding)
         opt.step(params, grads, lr=_lr_at(step, tc))
         window.append(loss)
@@ -145,4 +147,3 @@ def evaluate(
             }
         )
     return out
-
