@@ -8,7 +8,7 @@ BROWSER_STAMP := $(VENV)/.installed-browser
 JB     := $(VENV)/bin/jupyter-book
 
 .PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu \
-	test-browser clean
+	test-browser clean experiments
 
 help:
 	@echo "make book         build the book into _build/html (offline; open _build/html/index.html)"
@@ -18,6 +18,7 @@ help:
 	@echo "make test-gpu     GPU parity tests (run on the CPU when CUDA is absent)"
 	@echo "make test-browser build the book and test it in headless Chromium"
 	@echo "make format       apply ruff formatting"
+	@echo "make experiments  retrain the toy models and rewrite experiments/results/*.json (a few minutes)"
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -76,3 +77,9 @@ test-browser: $(BROWSER_STAMP) book
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis artifacts
+
+# Part "What the encodings do": trained toy models; each script writes experiments/results/NAME.json.
+EXPERIMENTS := length_generalisation rope_extension attention_entropy rope_base
+
+experiments: $(STAMP)
+	@for e in $(EXPERIMENTS); do echo "== experiments/$$e.py"; $(PY) experiments/$$e.py || exit 1; done

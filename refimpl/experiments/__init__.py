@@ -1,0 +1,46 @@
+"""Trained toy models that show what each positional encoding does.
+
+Not imported by ``import refimpl``: ``import refimpl.experiments`` explicitly. Everything is
+NumPy and float64; the backward pass is written by hand and checked against finite
+differences (:func:`refimpl.experiments.gradcheck.gradient_check`).
+
+Modules
+-------
+encodings
+    Positional encodings as plug-ins (NoPE, learned, sinusoidal, RoPE with registry scalings,
+    ALiBi, T5 bias, xPos).
+model
+    The attention-only decoder, its backward pass and Adam.
+tasks
+    Synthetic tasks with exact metrics.
+train
+    Training and evaluation loops.
+gradcheck
+    Finite-difference checks of the backward pass.
+"""
+
+from .encodings import ENCODINGS, PositionalEncoding, make_encoding
+from .gradcheck import gradient_check
+from .model import Adam, ModelConfig, backward, cross_entropy, forward, init_params, loss_and_grads
+from .tasks import TASKS, accuracy, make_batch
+from .train import TrainConfig, evaluate, train
+
+__all__ = [
+    "ENCODINGS",
+    "TASKS",
+    "Adam",
+    "ModelConfig",
+    "PositionalEncoding",
+    "TrainConfig",
+    "accuracy",
+    "backward",
+    "cross_entropy",
+    "evaluate",
+    "forward",
+    "gradient_check",
+    "init_params",
+    "loss_and_grads",
+    "make_batch",
+    "make_encoding",
+    "train",
+]
