@@ -235,7 +235,10 @@ class _Caller:
                     import torch  # noqa: F401
                 except ImportError:
                     raise exc from None
-                out = self._torch_call(x, ipos)
+                try:
+                    out = self._torch_call(x, ipos)
+                except Exception:
+                    raise exc from None  # the NumPy call's error is the informative one
                 self.backend = "torch"
             else:
                 self.backend = "numpy"

@@ -452,3 +452,11 @@ def test_scaling_family_matched_and_its_attention_factor_expected(monkeypatch):
     missing = lambda x, p: refimpl.apply_rope(x, p, inv_freq=res.inv_freq)  # noqa: E731
     rep = check_rope(missing, dim=D)
     assert not rep.ok and rep.attention_scaling_applied == "none"
+
+
+def test_errors_raised_by_fn_propagate():
+    def broken(x, p):
+        raise RuntimeError("my kernel failed")
+
+    with pytest.raises(RuntimeError, match="my kernel failed"):
+        check_rope(broken, dim=8)
