@@ -691,6 +691,10 @@ def check_rope(
             index_origin = 0
             b_snap = _snap_base(b_fit, 0, tf * float(scaling_params["factor"]), r, exp.base)
         b_rep = b_snap
+        if lin_factor is None and index_origin == 0:
+            ntk = _match_ntk(b_rep, r, exp.base)
+            if ntk is not None:
+                scaling_name, scaling_params = "ntk", ntk
 
     # 5. reference frequencies for the verdict ----------------------------------------
     r_exp = exp.rotary_dim
@@ -939,6 +943,26 @@ def _match_scaling(theta, r, base):
         return None
     err, family, params, inv, att, b = best
     return family, params, inv, att, b
+
+
+def _match_ntk(b, r, base):
+    """NTK-aware scaling is geometric with base ``base * factor**(r / (r - 2))``: the factor
+    and original base that explain ``b``, or None. Without an expected base, only a fitted base
+    that is not itself a common one is explained this way."""
+    if base is not None:
+        cands = (base,)
+    elif b in _COMMON_BASES:
+        return None
+    else:
+        cands = _COMMON_BASES
+    for c in cands:
+        if b <= c:
+            continue
+        s = (b / c) ** ((r - 2) / r)  # inverse of the NTK base change
+        for f in _SCALING_FACTORS:
+            if abs(s / f - 1.0) < 1e-4:
+                return {"factor": f, "original_base": c}
+    return None
 
 
 def _explain_frequencies(tf, ref, r, d, exp, b_fit, o_fit, geometric) -> str:

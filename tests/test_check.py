@@ -460,3 +460,16 @@ def test_errors_raised_by_fn_propagate():
 
     with pytest.raises(RuntimeError, match="my kernel failed"):
         check_rope(broken, dim=8)
+
+
+def test_ntk_base_change_identified():
+    ntk_base = BASE * 8.0 ** (D / (D - 2))
+    fn = lambda x, p: refimpl.apply_rope(x, p, base=ntk_base)  # noqa: E731
+    rep = check_rope(fn, dim=D)
+    assert rep.ok and rep.scaling == "ntk"
+    assert rep.scaling_params == {"factor": 8.0, "original_base": BASE}
+    # with the unscaled base expected, the verdict fails and names the NTK change
+    rep = check_rope(fn, dim=D, base=BASE)
+    assert not rep.ok and _has(rep, "NTK base change by factor 8")
+    # a plain common base is not mistaken for a scaled one
+    assert check_rope(lambda x, p: refimpl.apply_rope(x, p, base=5e5), dim=D).scaling == "none"
