@@ -473,3 +473,60 @@ def test_ntk_base_change_identified():
     assert not rep.ok and _has(rep, "NTK base change by factor 8")
     # a plain common base is not mistaken for a scaled one
     assert check_rope(lambda x, p: refimpl.apply_rope(x, p, base=5e5), dim=D).scaling == "none"
+
+
+# --- expected configurations from a model config (refimpl.config, floor 4) -----------------
+
+LLAMA_LIKE = {
+    "hidden_size": 128,
+    "num_attention_heads": 2,
+    "head_dim": 64,
+    "max_position_embeddings": 32768,
+    "rope_theta": 500000.0,
+}
+YARN_LIKE = dict(
+    LLAMA_LIKE,
+    rope_theta=10000.0,
+    rope_scaling={"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096},
+)
+
+
+def test_expected_from_config():
+    config = pytest.importorskip("refimpl.config", reason="refimpl.config not present yet")
+    spec = config.rope_from_config(LLAMA_LIKE)
+    good = lambda x, p: refimpl.apply_rope(x, p, base=500000.0)  # noqa: E731
+    assert check_rope(good, dim=64, expected=spec).ok
+    assert check_rope(good, dim=64, expected=LLAMA_LIKE).ok  # a dict goes through the parser
+    rep = check_rope(refimpl.apply_rope, dim=64, expected=LLAMA_LIKE)
+    assert not rep.ok and _has(rep, "fit base 10000, not 500000")
+
+
+def test_yarn_config_attention_scaling_and_family():
+    config = pytest.importorskip("refimpl.config", reason="refimpl.config not present yet")
+    spec = config.rope_from_config(YARN_LIKE)
+    assert spec.attention_scaling == pytest.approx(YARN_MSCALE)
+    right = lambda x, p: spec.apply(x, p)  # noqa: E731
+    rep = check_rope(right, dim=64, expected=spec)
+    assert rep.ok and rep.attention_scaling_applied == "once", str(rep)
+    # without expectations the family and its factor are recognised from the frequencies
+    rep = check_rope(right, dim=64)
+    assert rep.ok and rep.scaling == "yarn", str(rep)
+    assert rep.scaling_params["factor"] == 8.0
+    assert rep.scaling_params["original_max_position"] == 4096
+    # the same frequencies without the attention factor, and with it twice
+    th = np.asarray(spec.inv_freq)
+    missing = lambda x, p: refimpl.apply_rope(x, p, inv_freq=th)  # noqa: E731
+    twice = lambda x, p: refimpl.apply_rope(x, p, inv_freq=th, attention_scaling=YARN_MSCALE**2)  # noqa: E731
+    assert check_rope(missing, dim=64, expected=spec).attention_scaling_applied == "none"
+    assert check_rope(missing, dim=64).attention_scaling_applied == "none"  # from the family
+    assert check_rope(twice, dim=64, expected=spec).attention_scaling_applied == "twice"
+
+
+def test_llama3_family_recognised():
+    scaling = pytest.importorskip("refimpl.scaling", reason="refimpl.scaling not present yet")
+    res = scaling.ROPE_SCALINGS["llama3"](
+        dim=64, base=500000.0, factor=8.0, original_max_position=8192
+    )
+    fn = lambda x, p: refimpl.apply_rope(x, p, inv_freq=res.inv_freq)  # noqa: E731
+    rep = check_rope(fn, dim=64)
+    assert rep.ok and rep.scaling == "llama3" and rep.base == 500000.0, str(rep)
