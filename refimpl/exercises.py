@@ -400,35 +400,36 @@ def grade_yarn_inv_freq(
         ),
         (
             plain / factor,
-            "Every frequency is divided by the factor (plain position "
-            "interpolation); YaRN keeps the high frequencies (r > beta_fast) unchanged.",
+            "Every frequency is divided by the factor (plain position interpolation); YaRN "
+            "keeps the high frequencies (r > beta_fast) unchanged.",
         ),
         (
             plain * factor,
-            "The low frequencies are multiplied by the factor; they must be "
-            "divided by it (interpolation slows them down).",
-        ),
-        (
-            np.asarray(yarn(**common, beta_fast=beta_slow, beta_slow=beta_fast).inv_freq),
-            "beta_fast and beta_slow are swapped: beta_fast (32) bounds the high-frequency end.",
+            "The low frequencies are multiplied by the factor; they must be divided by it "
+            "(interpolation slows them down).",
         ),
     ]
-    for kw, hint in (
+    variants = (
         (
-            {"ramp": "paper"},
-            "You used the paper's ramp (linear in r = L/lambda); the exercise "
-            "uses transformers' ramp, linear in the pair index between the rounded bounds.",
+            {"beta_fast": beta_slow, "beta_slow": beta_fast},
+            "beta_fast and beta_slow are swapped: beta_fast (32) bounds the high-frequency end.",
         ),
         (
-            {"truncate": False},
-            "The correction range is not rounded (truncate=False): "
-            "transformers floors the low bound and ceils the high one.",
+            {"beta_fast": beta_fast, "beta_slow": beta_slow, "ramp": "paper"},
+            "You used the paper's ramp (linear in r = L/lambda); the exercise uses "
+            "transformers' ramp, linear in the pair index between the rounded bounds.",
         ),
-    ):
+        (
+            {"beta_fast": beta_fast, "beta_slow": beta_slow, "truncate": False},
+            "The correction range is not rounded (truncate=False): transformers floors the "
+            "low bound and ceils the high one.",
+        ),
+    )
+    for kw, hint in variants:
         try:
-            alt = yarn(**common, beta_fast=beta_fast, beta_slow=beta_slow, **kw).inv_freq
-        except TypeError:
-            continue
+            alt = yarn(**common, **kw).inv_freq
+        except (TypeError, ValueError):
+            continue  # a variant this version of the scaling module does not compute
         mistakes.append((np.asarray(alt), hint))
     return _grade(answer, ref, mistakes, rtol=rtol, atol=0.0, what="the YaRN inv_freq")
 

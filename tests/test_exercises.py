@@ -160,6 +160,9 @@ def test_yarn_grader():
     assert not g and "plain position interpolation" in g.hint
     g = grade_yarn_inv_freq(plain, **kw)
     assert not g and "unscaled" in g.hint
+    paper = scaling.ROPE_SCALINGS["yarn"](**kw, ramp="paper").inv_freq
+    g = grade_yarn_inv_freq(paper, **kw)
+    assert not g and "paper's ramp" in g.hint
 
 
 def test_alibi_grader():
