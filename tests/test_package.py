@@ -63,3 +63,12 @@ def test_label_checker_detects_a_missing_label(tmp_path):
 def test_public_names_are_exported():
     for name in refimpl.__all__:
         assert hasattr(refimpl, name), name
+
+
+def test_bibliography_parses_without_duplicate_keys():
+    pybtex = __import__("pytest").importorskip("pybtex.database")
+    text = (ROOT / "references.bib").read_text(encoding="utf8")
+    keys = re.findall(r"^@\w+\{([^,]+),", text, flags=re.M)
+    assert len(keys) == len(set(keys)), "duplicate keys in references.bib"
+    db = pybtex.parse_string(text, "bibtex")
+    assert set(db.entries) == set(keys)
