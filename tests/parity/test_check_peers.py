@@ -4,6 +4,8 @@ transformers: LlamaRotaryEmbedding (float32 angles) + apply_rotary_pos_emb (half
 without YaRN; rotary-embedding-torch: RotaryEmbedding.rotate_queries_or_keys (interleaved).
 """
 
+import types
+
 import numpy as np
 import pytest
 
@@ -24,7 +26,7 @@ def _transformers_fn(head_dim, rope_theta, rope_parameters=None, partial=None):
     kw = {} if partial is None else {"partial_rotary_factor": partial}
     config = LlamaConfig(
         hidden_size=head_dim * 2, num_attention_heads=2, head_dim=head_dim,
-        max_position_embeddings=65536, rope_parameters=params, **kw,
+        max_position_embeddings=32768, rope_parameters=params, **kw,
     )  # fmt: skip
     rotary = llama.LlamaRotaryEmbedding(config)
 
@@ -55,11 +57,25 @@ def test_transformers_yarn_attention_scaling_once():
     inv = rotary.inv_freq.double().numpy()
     scale = float(rotary.attention_scaling)
     assert scale == pytest.approx(0.1 * np.log(8.0) + 1.0)
-    rep = check_rope(fn, dim=64, base=10000.0, attention_scaling=scale)
-    assert rep.attention_scaling_applied == "once", str(rep)
-    # its frequencies are YaRN's (not geometric); read back to float32 accuracy
-    np.testing.assert_allclose(rep.inv_freq, inv, rtol=1e-6)
-    assert rep.scaling != "none"
+    # expected: transformers' own frequencies and factor (a duck-typed RopeSpec)
+    spec = types.SimpleNamespace(
+        dim=64, rotary_dim=64, base=10000.0, pairing="half", inv_freq=inv,
+        attention_scaling=scale,
+    )  # fmt: skip
+    rep = check_rope(fn, dim=64, expected=spec)
+    assert rep.ok and rep.precision == "float32", str(rep)
+    assert rep.attention_scaling_applied == "once"
+    np.testing.assert_allclose(rep.inv_freq, inv, rtol=1e-6)  # YaRN's, read back
+    # without expectations: the family is named when the registry is present
+    free = check_rope(fn, dim=64)
+    try:
+        import refimpl.scaling  # noqa: F401
+    except ImportError:
+        assert free.scaling == "unknown"
+    else:
+        assert free.ok and free.scaling == "yarn", str(free)
+        assert free.scaling_params == {"factor": 8.0, "original_max_position": 4096}
+        assert free.attention_scaling_applied == "once"
 
 
 def test_rotary_embedding_torch_passes():
