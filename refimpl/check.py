@@ -118,6 +118,11 @@ class RopeReport:
     max_error : float
         Largest deviation of a 2x2 pair block (Frobenius norm / sqrt 2, i.e. the output error
         for a unit input) from the reference rotation at the probed positions.
+    rotation_error : float
+        Largest deviation of the measured map from a (scaled) rotation of feature pairs,
+        relative to the scale: unequal diagonal entries of a pair block, off-diagonal entries
+        that are not opposite, coupling outside the pairs, and pair magnitudes that differ from
+        the common scale (so :math:`R^\top R \neq s^2 I`). 0 for an exact rotation.
     relative_position_error : float
         Largest :math:`|\\langle f(q,m), f(k,m+r)\\rangle - \\langle f(q,0), f(k,r)\\rangle|
         / (\\|q\\|\\|k\\|)` over probed ``m`` and a few offsets ``r``.
@@ -143,6 +148,7 @@ class RopeReport:
     max_error: float
     relative_position_error: float
     deviations: list
+    rotation_error: float
     dim: int
     tolerance: float
 
@@ -172,6 +178,7 @@ class RopeReport:
             f"  precision          {self.precision}",
             f"  max error          {self.max_error:.3g} "
             f"(tolerance {self.tolerance:.3g} x (1 + |m theta|))",
+            f"  rotation error     {self.rotation_error:.3g}",
             f"  rel.-position err  {self.relative_position_error:.3g}",
         ]
         if self.deviations:
@@ -626,14 +633,14 @@ def check_rope(
             "each pair is reflected, not rotated (blocks [[c, s], [s, -c]]): the sign of one "
             "output member is flipped."
         )
-        return _failed_report(findings_bad, d, tol, pairing=pairing_found)
+        return _failed_report(findings_bad, d, tol, pairing_found, struct_err)
     if struct_err > 5e-2:
         findings_bad.append(
             f"the pair blocks are not rotations (deviation {struct_err:.2g} of the scale): the "
             "two members of a pair do not see the same angle. Check that cos/sin are laid out "
             "with the same pairing as rotate_half."
         )
-        return _failed_report(findings_bad, d, tol, pairing=pairing_found)
+        return _failed_report(findings_bad, d, tol, pairing_found, struct_err)
 
     # 3. angles, direction, frequencies, offset ---------------------------------------
     phi = np.arctan2(rba, raa)  # (P, h)
@@ -884,12 +891,13 @@ def check_rope(
         max_error=max_error,
         relative_position_error=rp_err,
         deviations=deviations,
+        rotation_error=max(struct_err, float(np.max(np.abs(mag - scale))) / scale),
         dim=d,
         tolerance=tol,
     )
 
 
-def _failed_report(findings, d, tol, pairing="none") -> RopeReport:
+def _failed_report(findings, d, tol, pairing="none", rotation_error=float("nan")) -> RopeReport:
     return RopeReport(
         ok=False,
         findings=findings,
@@ -909,6 +917,7 @@ def _failed_report(findings, d, tol, pairing="none") -> RopeReport:
         max_error=float("inf"),
         relative_position_error=float("nan"),
         deviations=[],
+        rotation_error=rotation_error,
         dim=d,
         tolerance=tol,
     )

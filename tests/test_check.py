@@ -530,3 +530,9 @@ def test_llama3_family_recognised():
     fn = lambda x, p: refimpl.apply_rope(x, p, inv_freq=res.inv_freq)  # noqa: E731
     rep = check_rope(fn, dim=64)
     assert rep.ok and rep.scaling == "llama3" and rep.base == 500000.0, str(rep)
+
+
+def test_rotation_error_measures_orthogonality():
+    assert _check(refimpl.apply_rope).rotation_error < 1e-14
+    assert 1e-4 < _check(bf16_tables).rotation_error < 1e-2  # rounded tables: nearly a rotation
+    assert _check(mixed_layout).rotation_error > 5e-2
