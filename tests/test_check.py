@@ -536,3 +536,24 @@ def test_rotation_error_measures_orthogonality():
     assert _check(refimpl.apply_rope).rotation_error < 1e-14
     assert 1e-4 < _check(bf16_tables).rotation_error < 1e-2  # rounded tables: nearly a rotation
     assert _check(mixed_layout).rotation_error > 5e-2
+
+
+def test_short_cache_is_probed_within_its_length():
+    cos, sin = refimpl.cos_sin(np.arange(4096), dim=D)  # a table for 4096 positions
+
+    def cached(x, p):
+        c, s = cos[np.asarray(p)], sin[np.asarray(p)]  # IndexError beyond 4095
+        h = D // 2
+        return np.concatenate([x[:, :h] * c - x[:, h:] * s, x[:, h:] * c + x[:, :h] * s], 1)
+
+    rep = _check(cached)
+    assert rep.ok and _has(rep, "only positions below 4096 were probed")
+    with pytest.raises(IndexError):
+        _check(cached, positions=[0, 1, 2, 5000])
+
+
+def test_custom_positions():
+    rep = _check(refimpl.apply_rope, positions=[0, 1, 2, 4, 8, 16, 3000])
+    assert rep.ok and rep.base == BASE
+    rep = _check(bf16_angles, positions=[0, 1, 2, 4, 300, 1000, 3000])
+    assert not rep.ok and rep.precision == "bfloat16 angles"
