@@ -76,7 +76,7 @@ _REQUIRED = {
     "default": (),
     "linear": ("factor",),
     "dynamic": ("factor",),
-    "yarn": ("original_max_position_embeddings",),
+    "yarn": ("factor", "original_max_position_embeddings"),
     "llama3": (
         "factor",
         "original_max_position_embeddings",
@@ -560,12 +560,7 @@ def rope_from_config(
                     "attention factor 0.1 ln(factor) + 1"
                 )
         L = params["original_max_position"]
-        if "factor" not in params:
-            if max_pos is None:
-                raise ValueError("yarn without factor needs max_position_embeddings")
-            params["factor"] = max_pos / L
-            notes.append(f"yarn factor = max_position_embeddings / original = {max_pos / L:g}")
-        elif max_pos is not None and max_pos / L not in (1.0, params["factor"]):
+        if max_pos is not None and max_pos / L not in (1.0, params["factor"]):
             notes.append(
                 f"factor {params['factor']:g} differs from max_position_embeddings / original "
                 f"= {max_pos / L:g}; the explicit factor is used (as transformers does)"

@@ -856,7 +856,7 @@ def _f32_dynamic_base(d, base, s, L, seq_len) -> np.float32:
     l_ = _F32(max(seq_len, L))
     x = _F32(_F32(_F32(s) * l_) / _F32(L))
     x = _F32(x - _F32(s - 1))
-    p = _F32(np.float64(x) ** np.float64(_F32(d / (d - 2))))
+    p = _F32(np.float64(x) ** (d / (d - 2)))  # the Python-float exponent is not rounded
     return _F32(_F32(base) * p)
 
 
