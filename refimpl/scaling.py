@@ -3,20 +3,19 @@
 Every method is a keyword-only function ``fn(*, dim, base, ...) -> ScaledFrequencies``. The
 parameter names are shared across methods:
 
-======================  ==========================================================================
-``dim``                 rotary width :math:`d` (even); the frequencies have ``dim // 2`` entries
-``base``                base :math:`b` of the unscaled frequencies :math:`\\theta_i = b^{-2i/d}`
-``factor``              scale :math:`s \\ge 1` (context ratio; for ``llama3`` the low-band divisor)
-``original_max_position``  pre-training context :math:`L` (transformers:
-                        ``original_max_position_embeddings``)
-``max_position``        ``max_position_embeddings`` (dynamic NTK's :math:`L`; LongRoPE's default
-                        factor ``max_position / original_max_position``)
-``seq_len``             sequence length the frequencies are computed for (dynamic, longrope)
-``beta_fast``, ``beta_slow``  YaRN's rotation counts (paper's :math:`\\beta` and :math:`\\alpha`)
-``mscale``, ``mscale_all_dim``, ``attention_factor``, ``truncate``  YaRN's magnitude and ramp
-``low_freq_factor``, ``high_freq_factor``  Llama 3's band edges
-``short_factor``, ``long_factor``  LongRoPE's per-pair factors (length ``dim // 2``)
-======================  ==========================================================================
+* ``dim``: rotary width :math:`d` (even); the frequencies have ``dim // 2`` entries.
+* ``base``: base :math:`b` of the unscaled frequencies :math:`\\theta_i = b^{-2i/d}`.
+* ``factor``: scale :math:`s \\ge 1` (context ratio; for ``llama3`` the low-band divisor).
+* ``original_max_position``: pre-training context :math:`L` (transformers:
+  ``original_max_position_embeddings``).
+* ``max_position``: ``max_position_embeddings`` (dynamic NTK's :math:`L`; LongRoPE's default
+  factor ``max_position / original_max_position``).
+* ``seq_len``: sequence length the frequencies are computed for (dynamic, longrope).
+* ``beta_fast``, ``beta_slow``: YaRN's rotation counts (the paper's :math:`\\beta` and
+  :math:`\\alpha`); ``mscale``, ``mscale_all_dim``, ``attention_factor``, ``truncate``: YaRN's
+  magnitude and ramp.
+* ``low_freq_factor``, ``high_freq_factor``: Llama 3's band edges.
+* ``short_factor``, ``long_factor``: LongRoPE's per-pair factors (length ``dim // 2``).
 
 Frequencies are computed in float64 from the method's formula (the exact reference).
 :func:`transformers_float32_frequencies` reproduces the float32 arithmetic of transformers
@@ -61,7 +60,7 @@ YARN_RAMPS = ("transformers", "paper")
 class ScaledFrequencies(NamedTuple):
     """Frequencies of a scaled RoPE and the factor transformers multiplies into cos and sin.
 
-    Attributes
+    Parameters
     ----------
     inv_freq : numpy.ndarray, shape (dim // 2,)
         Scaled inverse frequencies :math:`\\theta'_i` (float64 from the methods; float32 from
