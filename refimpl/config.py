@@ -178,6 +178,15 @@ class RopeSpec:
         Notes
         -----
         Book equations ``eq:rope-cos-sin`` and ``eq:config-float32-forward``.
+
+        Examples
+        --------
+        >>> spec = rope_from_config({"head_dim": 4, "rope_theta": 100.0})
+        >>> c, s = spec.cos_sin([0, 1])
+        >>> c.shape, float(s[1, 1])  # theta_1 = 0.1
+        ((2, 2), 0.09983341664682815)
+        >>> spec.cos_sin([1], precision="transformers-float32")[1].dtype
+        dtype('float32')
         """
         check_choice(precision, "precision", PRECISIONS)
         pos = self._check_positions(positions)
@@ -197,6 +206,12 @@ class RopeSpec:
         ``precision="float64"`` uses :func:`refimpl.apply_rope` (dtype kept, computed in
         float64); ``"transformers-float32"`` repeats transformers' float32
         ``x * cos + rotate_half(x) * sin`` on the first ``rotary_dim`` features.
+
+        Examples
+        --------
+        >>> spec = rope_from_config({"head_dim": 2, "rope_theta": 100.0})
+        >>> spec.apply(np.array([[1.0, 0.0]]), [1]).round(6)  # rotated by 1 rad
+        array([[0.540302, 0.841471]])
         """
         check_choice(precision, "precision", PRECISIONS)
         pos = self._check_positions(positions)
@@ -234,6 +249,13 @@ class RopeSpec:
         dict of numpy.ndarray, each shape (rotary_dim // 2,)
             Keys ``pair``, ``inv_freq``, ``scaled_inv_freq``, ``wavelength``,
             ``scaled_wavelength``, ``scale``, ``regime`` (strings).
+
+        Examples
+        --------
+        >>> spec = rope_from_config({"head_dim": 8, "rope_scaling": {"type": "linear",
+        ...                                                         "factor": 2.0}})
+        >>> spec.pair_table()["scale"]
+        array([2., 2., 2., 2.])
         """
         theta = _default_inv_freq(self.rotary_dim, self.base)
         scale = theta / self.inv_freq
@@ -263,7 +285,13 @@ class RopeSpec:
 
 def load_config(config) -> tuple[dict, str]:
     """Return ``(dict, source)`` from a config dict, a transformers config object (anything
-    with ``to_dict()``) or the path of a ``config.json``."""
+    with ``to_dict()``) or the path of a ``config.json``.
+
+    Examples
+    --------
+    >>> load_config({"head_dim": 8})
+    ({'head_dim': 8}, '<dict>')
+    """
     if isinstance(config, dict):
         return dict(config), "<dict>"
     if hasattr(config, "to_dict") and callable(config.to_dict):
