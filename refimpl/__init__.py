@@ -20,6 +20,7 @@ Only NumPy is imported by ``import refimpl``.
 
 from .absolute import integer_encoding, normalized_encoding, sinusoidal, sinusoidal_shift_matrix
 from .attention import attention, attention_entropy, attention_scores, causal_mask, softmax
+from .config import RopeSpec, rope_from_config  # scaling part
 from .rotary import (
     angles,
     apply_rope,
@@ -32,10 +33,21 @@ from .rotary import (
     pairing_permutation,
     rotation_matrix,
 )
+from .scaling import (  # scaling part
+    ROPE_SCALINGS,
+    ScaledFrequencies,
+    UnknownRopeTypeError,
+    scale_frequencies,
+    transformers_float32_frequencies,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ROPE_SCALINGS",
+    "RopeSpec",
+    "ScaledFrequencies",
+    "UnknownRopeTypeError",
     "__version__",
     "angles",
     "apply_rope",
@@ -52,8 +64,11 @@ __all__ = [
     "normalized_encoding",
     "pair_indices",
     "pairing_permutation",
+    "rope_from_config",
     "rotation_matrix",
+    "scale_frequencies",
     "sinusoidal",
     "sinusoidal_shift_matrix",
     "softmax",
+    "transformers_float32_frequencies",
 ]
