@@ -32,6 +32,7 @@ __all__ = [
     "FrequencyFit",
     "apply_rope_per_head",
     "fit_inv_freq",
+    "max_stable_lr",
     "mixed_encoding",
     "pair_coefficients",
     "relative_defect",
@@ -314,7 +315,9 @@ def fit_inv_freq(
     steps : int, default 500
     parametrization : {"log", "linear"}, default "log"
         ``"log"`` descends on :math:`\log\theta_i` (frequencies stay positive and a step
-        changes each one by a relative amount); ``"linear"`` on :math:`\theta_i` itself.
+        changes each one by a relative amount, which slows the low frequencies down by
+        :math:`\theta_i^2`); ``"linear"`` on :math:`\theta_i` itself. A step that would make
+        a frequency non-positive or non-finite stops the run as diverged.
 
     Returns
     -------
@@ -343,7 +346,12 @@ def fit_inv_freq(
     t = as_float_array(target, "target", ndim=1).astype(np.float64)
     if t.shape != dist.shape:
         raise ValueError(f"target must have one value per distance {dist.shape}, got {t.shape}")
-    theta = f.copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        theta, losses, diverged = _descend(dist, t, f.copy(), aa, bb, eta, n_steps, parametrization)
+    return FrequencyFit(theta, np.array(losses), diverged)
+
+
+def _descend(dist, t, theta, aa, bb, eta, n_steps, parametrization):
     losses = []
     diverged = False
     for _ in range(n_steps):
@@ -356,16 +364,60 @@ def fit_inv_freq(
             break
         grad = 2.0 / dist.shape[0] * resid @ (dist[:, None] * (bb * np.cos(ph) - aa * np.sin(ph)))
         if parametrization == "log":
-            theta = theta * np.exp(-eta * theta * grad)  # [eq:learned-fit]
+            new = theta * np.exp(-eta * theta * grad)  # [eq:learned-fit]
         else:
-            theta = theta - eta * grad
-            if np.any(theta <= 0) or not np.all(np.isfinite(theta)):
-                diverged = True
-                break
+            new = theta - eta * grad  # [eq:learned-fit]
+        if np.any(new <= 0) or not np.all(np.isfinite(new)):
+            diverged = True
+            break
+        theta = new
     if not diverged:
         ph = np.multiply.outer(dist, theta)
         losses.append(float(np.mean((np.cos(ph) @ aa + np.sin(ph) @ bb - t) ** 2)))
-    return FrequencyFit(theta, np.array(losses), diverged)
+    return theta, losses, diverged
+
+
+def max_stable_lr(distances, inv_freq, a, b=None, *, parametrization: str = "linear") -> float:
+    r"""Largest stable gradient-descent step for :func:`fit_inv_freq` near a solution.
+
+    Parameters
+    ----------
+    distances, inv_freq, a, b
+        As in :func:`relative_profile` (``inv_freq`` at, or near, the optimum).
+    parametrization : {"linear", "log"}, default "linear"
+
+    Returns
+    -------
+    float
+        :math:`2/\lambda_{\max}(H)` with the Gauss-Newton Hessian
+        :math:`H = \frac2n J^\top J`, :math:`J_{\delta i} = \partial g(\delta)/\partial\theta_i`
+        (times :math:`\theta_i` for the log parametrization). Gradient descent with a larger
+        step diverges from the optimum; since :math:`J` grows like :math:`\delta`, the bound
+        falls like :math:`1/\delta_{\max}^2`.
+
+    Notes
+    -----
+    Book equation ``eq:learned-lr``.
+
+    Examples
+    --------
+    >>> d = np.arange(0, 64.0)
+    >>> lr = max_stable_lr(d, [0.5], [1.0])
+    >>> lr2 = max_stable_lr(np.arange(0, 128.0), [0.5], [1.0])
+    >>> bool(3.0 < lr / lr2 < 5.0)  # twice the distances, about a quarter of the step
+    True
+    """
+    check_choice(parametrization, "parametrization", PARAMETRIZATIONS)
+    dist, f, aa, bb = _profile_setup(distances, inv_freq, a, b)
+    ph = np.multiply.outer(dist, f)
+    J = dist[:, None] * (bb * np.cos(ph) - aa * np.sin(ph))  # (n, d/2)
+    if parametrization == "log":
+        J = J * f
+    H = 2.0 / dist.shape[0] * (J.T @ J)  # [eq:learned-lr]
+    lam = float(np.max(np.linalg.eigvalsh(H)))
+    if lam <= 0:
+        raise ValueError("the profile does not depend on the frequencies at these distances")
+    return 2.0 / lam  # [eq:learned-lr]
 
 
 def mixed_encoding(
