@@ -77,9 +77,10 @@ def xpos_scale(positions, dim: int, *, scale_base: float = 512.0, gamma: float =
     Notes
     -----
     Book equation ``eq:xpos-scale``. Queries are multiplied by this table and keys divided by
-    it. For long sequences the individual factors over- or underflow
-    (:math:`\zeta_0^{m/B}` reaches 1e-308 near :math:`m = 5 \cdot 10^5` with the defaults); only
-    their ratios enter the scores, which is why peers centre the positions.
+    it. For long sequences the individual factors over- or underflow (with the defaults,
+    :math:`\zeta_0^{m/B}` leaves the normal float32 range near :math:`m = 3.6 \cdot 10^4`
+    and the float64 range near :math:`m = 2.9 \cdot 10^5`); only their ratios enter the
+    scores, which is why peers centre the positions.
 
     References
     ----------
