@@ -393,7 +393,7 @@ def max_stable_lr(distances, inv_freq, a, b=None, *, parametrization: str = "lin
         :math:`H = \frac2n J^\top J`, :math:`J_{\delta i} = \partial g(\delta)/\partial\theta_i`
         (times :math:`\theta_i` for the log parametrization). Gradient descent with a larger
         step diverges from the optimum; since :math:`J` grows like :math:`\delta`, the bound
-        falls like :math:`1/\delta_{\max}^2`.
+        falls roughly like :math:`1/\delta_{\max}^2`.
 
     Notes
     -----
