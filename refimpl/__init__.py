@@ -41,6 +41,33 @@ from .scaling import (  # scaling part
     transformers_float32_frequencies,
 )
 
+# --- variants: relative biases, xPos, multi-axis and learnable RoPE ---
+# isort: split
+from .bias import (
+    alibi_bias,
+    alibi_shifted_bias,
+    alibi_slopes,
+    t5_bias,
+    t5_relative_position_bucket,
+)
+from .learned import (
+    FrequencyFit,
+    apply_rope_per_head,
+    fit_inv_freq,
+    max_stable_lr,
+    mixed_encoding,
+    pair_coefficients,
+    relative_defect,
+    relative_profile,
+    relative_profile_grad,
+    rope_scores,
+    rope_scores_grad,
+)
+from .multiaxis import apply_cos_sin, apply_rope_2d, axial_2d_angles, mrope_cos_sin
+from .xpos import apply_xpos, xpos_scale, xpos_zeta
+
+# --- end variants ---
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -72,3 +99,31 @@ __all__ = [
     "softmax",
     "transformers_float32_frequencies",
 ]
+
+# --- variants ---
+__all__ += [
+    "FrequencyFit",
+    "alibi_bias",
+    "alibi_shifted_bias",
+    "alibi_slopes",
+    "apply_cos_sin",
+    "apply_rope_2d",
+    "apply_rope_per_head",
+    "apply_xpos",
+    "axial_2d_angles",
+    "fit_inv_freq",
+    "max_stable_lr",
+    "mixed_encoding",
+    "mrope_cos_sin",
+    "pair_coefficients",
+    "relative_defect",
+    "relative_profile",
+    "relative_profile_grad",
+    "rope_scores",
+    "rope_scores_grad",
+    "t5_bias",
+    "t5_relative_position_bucket",
+    "xpos_scale",
+    "xpos_zeta",
+]
+# --- end variants ---
