@@ -251,6 +251,116 @@ def plot_entropy(doc: dict):
     return fig
 
 
+# --------------------------------------------------------------------------- Extending the context
+# Helpers for the pages of the part "Extending the context" (book/extension_*.md).
+
+
+
+
+def plot_pair_ratios(ratios: dict, *, title: str = "", ax=None):
+    """One curve per method: h(theta_i) / theta_i against the pair index i."""
+    if ax is None:
+        fig, ax = plt.subplots()
+    else:
+        fig = ax.figure
+    for name, r in ratios.items():
+        ax.plot(np.arange(len(r)), r, marker=".", label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i (0 = highest frequency)")
+    ax.set_ylabel(r"$h(\theta_i)/\theta_i$ (scale kept, log)")
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_angle_coverage(train_angle, extended: dict, *, title: str = ""):
+    """Largest angle L*theta_i seen in training against L'*theta'_i at the extended length."""
+    fig, ax = plt.subplots()
+    i = np.arange(len(train_angle))
+    ax.plot(i, train_angle, "k-", lw=2.5, label=r"training: $L\,\theta_i$")
+    for name, a in extended.items():
+        ax.plot(i, a, marker=".", lw=1, label=f"{name}: " + r"$L'\,\theta'_i$")
+    ax.axhline(2 * np.pi, color="grey", ls=":", label=r"one full turn ($2\pi$)")
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i")
+    ax.set_ylabel("largest rotation angle (rad, log)")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_curves(x, curves: dict, *, xlabel: str, ylabel: str, title: str = "", logx=False,
+                logy=False, styles=None):
+    """Several labelled curves on one axis (generic helper of the extension pages)."""
+    fig, ax = plt.subplots()
+    for name, y in curves.items():
+        ax.plot(x, y, (styles or {}).get(name, "-"), marker=".", label=name)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+# --- Variants (ALiBi, T5, xPos, learnable/mixed, 2-D and multimodal RoPE) ---------------------
+
+
+
+
+def plot_head_maps(maps, titles, *, xlabel, ylabel, suptitle, cmap="viridis", ncols=4):
+    """Heatmaps of several (rows, cols) arrays side by side, one colour bar each.
+
+    ``-inf`` entries (masked keys) are drawn in white.
+    """
+    n = len(maps)
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 2.9 * nrows), squeeze=False)
+    for ax, m, t in zip(axes.flat, maps, titles, strict=False):
+        arr = np.ma.masked_invalid(np.where(np.isinf(m), np.nan, m))
+        im = ax.imshow(arr, cmap=cmap, origin="upper")
+        ax.set_title(t, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(False)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle(suptitle)
+    fig.tight_layout()
+    return fig
+
+
+def plot_variant_curves(x, curves, *, xlabel, ylabel, title, logx=False, logy=False, step=False):
+    """Several labelled curves y(x) on one axis; ``curves`` maps a label to y values."""
+    fig, ax = plt.subplots()
+    for label, y in curves.items():
+        if step:
+            ax.step(x, y, where="mid", label=label)
+        else:
+            ax.plot(x, y, label=label)
+    if logx:
+        ax.set_xscale("symlog" if np.min(x) <= 0 else "log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
 # --- Check your implementation (checker, troubleshooting, common mistakes) ---------------
 
 

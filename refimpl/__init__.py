@@ -21,6 +21,7 @@ Only NumPy is imported by ``import refimpl``.
 from .absolute import integer_encoding, normalized_encoding, sinusoidal, sinusoidal_shift_matrix
 from .attention import attention, attention_entropy, attention_scores, causal_mask, softmax
 from .check import RopeReport, check_rope  # checker (part "Check your implementation")
+from .config import RopeSpec, rope_from_config  # scaling part
 from .rotary import (
     angles,
     apply_rope,
@@ -33,11 +34,49 @@ from .rotary import (
     pairing_permutation,
     rotation_matrix,
 )
+from .scaling import (  # scaling part
+    ROPE_SCALINGS,
+    ScaledFrequencies,
+    UnknownRopeTypeError,
+    scale_frequencies,
+    transformers_float32_frequencies,
+)
+
+# --- variants: relative biases, xPos, multi-axis and learnable RoPE ---
+# isort: split
+from .bias import (
+    alibi_bias,
+    alibi_shifted_bias,
+    alibi_slopes,
+    t5_bias,
+    t5_relative_position_bucket,
+)
+from .learned import (
+    FrequencyFit,
+    apply_rope_per_head,
+    fit_inv_freq,
+    max_stable_lr,
+    mixed_encoding,
+    pair_coefficients,
+    relative_defect,
+    relative_profile,
+    relative_profile_grad,
+    rope_scores,
+    rope_scores_grad,
+)
+from .multiaxis import apply_cos_sin, apply_rope_2d, axial_2d_angles, mrope_cos_sin
+from .xpos import apply_xpos, xpos_scale, xpos_zeta
+
+# --- end variants ---
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ROPE_SCALINGS",
     "RopeReport",
+    "RopeSpec",
+    "ScaledFrequencies",
+    "UnknownRopeTypeError",
     "__version__",
     "angles",
     "apply_rope",
@@ -55,8 +94,39 @@ __all__ = [
     "normalized_encoding",
     "pair_indices",
     "pairing_permutation",
+    "rope_from_config",
     "rotation_matrix",
+    "scale_frequencies",
     "sinusoidal",
     "sinusoidal_shift_matrix",
     "softmax",
+    "transformers_float32_frequencies",
 ]
+
+# --- variants ---
+__all__ += [
+    "FrequencyFit",
+    "alibi_bias",
+    "alibi_shifted_bias",
+    "alibi_slopes",
+    "apply_cos_sin",
+    "apply_rope_2d",
+    "apply_rope_per_head",
+    "apply_xpos",
+    "axial_2d_angles",
+    "fit_inv_freq",
+    "max_stable_lr",
+    "mixed_encoding",
+    "mrope_cos_sin",
+    "pair_coefficients",
+    "relative_defect",
+    "relative_profile",
+    "relative_profile_grad",
+    "rope_scores",
+    "rope_scores_grad",
+    "t5_bias",
+    "t5_relative_position_bucket",
+    "xpos_scale",
+    "xpos_zeta",
+]
+# --- end variants ---

@@ -1,0 +1,111 @@
+"""`python -m refimpl describe|golden`: output, files, and one-line errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from refimpl.__main__ import main
+from refimpl.config import rope_from_config
+
+LLAMA3 = {
+    "hidden_size": 512,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 131072,
+    "rope_theta": 5e5,
+    "rope_scaling": {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+}
+
+
+@pytest.fixture
+def cfg_path(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(LLAMA3))
+    return p
+
+
+def test_describe_prints_summary_and_pair_table(cfg_path, capsys):
+    assert main(["describe", str(cfg_path)]) == 0
+    out = capsys.readouterr().out
+    assert "rope type         llama3" in out
+    assert "rotary width      128 (64 pairs)" in out
+    lines = [ln.split() for ln in out.splitlines() if ln[:4].strip().isdigit()]
+    assert len(lines) == 64
+    regimes = [ln[-1] for ln in lines]
+    assert regimes[:29] == ["extrapolated"] * 29
+    assert regimes[29:35] == ["ramped"] * 6 and regimes[35:] == ["interpolated"] * 29
+
+
+@pytest.mark.parametrize("precision", ["float64", "transformers-float32"])
+def test_golden_writes_tables_and_metadata(cfg_path, tmp_path, precision, capsys):
+    out = tmp_path / "g.npz"
+    args = ["golden", str(cfg_path), "--positions", "300", "--out", str(out)]
+    assert main([*args, "--precision", precision]) == 0
+    data = np.load(out)
+    spec = rope_from_config(cfg_path)
+    c, s = spec.cos_sin(np.arange(300), precision=precision)
+    np.testing.assert_array_equal(data["cos"], c)
+    np.testing.assert_array_equal(data["sin"], s)
+    assert data["cos"].dtype == (np.float64 if precision == "float64" else np.float32)
+    assert data["inv_freq"].shape == (64,)
+    assert float(data["attention_scaling"]) == 1.0
+    meta = json.loads(str(data["metadata"]))
+    assert meta["precision"] == precision and meta["config"] == str(cfg_path)
+    assert meta["rope_type"] == "llama3" and "refimpl_version" in meta
+
+
+def test_golden_dynamic_defaults_seq_len_to_positions(tmp_path):
+    cfg = {
+        "head_dim": 16,
+        "max_position_embeddings": 100,
+        "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0},
+    }
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(cfg))
+    out = tmp_path / "g.npz"
+    assert main(["golden", str(p), "--positions", "400", "--out", str(out)]) == 0
+    want = rope_from_config(cfg, seq_len=400).inv_freq
+    np.testing.assert_array_equal(np.load(out)["inv_freq"], want)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["describe", "/no/such/config.json"], "no such file"),
+        (["golden", "BAD", "--positions", "3", "--out", "x.npz"], "not valid JSON"),
+        (["describe", "UNKNOWN"], "unknown rope_type 'foo'"),
+        (["golden", "CFG", "--positions", "0", "--out", "x.npz"], "--positions must be positive"),
+    ],
+)
+def test_errors_are_one_line_on_stderr(tmp_path, cfg_path, capsys, args, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text(json.dumps({"head_dim": 8, "rope_scaling": {"rope_type": "foo"}}))
+    subst = {"BAD": str(bad), "UNKNOWN": str(unknown), "CFG": str(cfg_path)}
+    args = [subst.get(a, a) for a in args]
+    args = [str(tmp_path / a) if a == "x.npz" else a for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_module_entry_point_runs(cfg_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "refimpl", "describe", str(cfg_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0 and "llama3" in res.stdout
+    res = subprocess.run(
+        [sys.executable, "-m", "refimpl", "describe", "/nope.json"], capture_output=True, text=True
+    )
+    assert res.returncode == 2 and res.stderr.strip().startswith("refimpl describe: error:")
