@@ -988,6 +988,20 @@ def _match_ntk(b, r, base):
 def _explain_frequencies(tf, ref, r, d, exp, b_fit, o_fit, geometric) -> str:
     """Plain words for a frequency mismatch."""
     b0 = exp.base
+    if (
+        geometric
+        and b0 is not None
+        and b_fit is not None
+        and exp.inv_freq is not None
+        and abs(b_fit / b0 - 1.0) < 2e-3
+        and abs(o_fit) < 2e-2
+    ):
+        return (
+            f"the frequencies are the unscaled ones of base {b0:g}, but the expected "
+            f"configuration (rope_type {exp.rope_type!r}) scales them: the scaling method was "
+            "not applied. Use its frequencies (refimpl.ROPE_SCALINGS or "
+            "refimpl.rope_from_config(config).inv_freq)"
+        )
     if geometric and b0 is not None and b_fit is not None:
         o = round(o_fit)
         if abs(o_fit - 1.0) < 2e-2 and abs(b_fit / b0 - 1.0) < 2e-3:

@@ -499,6 +499,8 @@ def test_expected_from_config():
     assert check_rope(good, dim=64, expected=LLAMA_LIKE).ok  # a dict goes through the parser
     rep = check_rope(refimpl.apply_rope, dim=64, expected=LLAMA_LIKE)
     assert not rep.ok and _has(rep, "fit base 10000, not 500000")
+    rep = check_rope(refimpl.apply_rope, dim=64, expected=YARN_LIKE)  # scaling forgotten
+    assert not rep.ok and _has(rep, "unscaled ones of base 10000", "'yarn'")
 
 
 def test_yarn_config_attention_scaling_and_family():

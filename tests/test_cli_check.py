@@ -23,6 +23,21 @@ MODULE = textwrap.dedent(
     def interleaved(x, positions):
         return refimpl.apply_rope(x, positions, pairing="interleaved")
 
+    def yarn8(x, positions):  # YaRN factor 8 from 4096 positions, as the config below
+        spec = refimpl.rope_from_config(CONFIG)
+        return spec.apply(x, positions)
+
+    def yarn8_no_attention_factor(x, positions):
+        spec = refimpl.rope_from_config(CONFIG)
+        return refimpl.apply_rope(x, positions, inv_freq=spec.inv_freq)
+
+    CONFIG = {
+        "hidden_size": 128, "num_attention_heads": 2, "head_dim": 64,
+        "max_position_embeddings": 32768, "rope_theta": 10000.0,
+        "rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+                         "original_max_position_embeddings": 4096},
+    }
+
     not_a_function = 3
     """
 )
@@ -80,6 +95,33 @@ def test_bad_targets_exit_two(impl_dir, target, message):
     out = run([target, "--dim", "16"], impl_dir)
     assert out.returncode == 2
     assert message in out.stderr
+
+
+def test_config_gives_the_expected_configuration(impl_dir):
+    import json
+
+    config = {
+        "hidden_size": 128,
+        "num_attention_heads": 2,
+        "head_dim": 64,
+        "max_position_embeddings": 32768,
+        "rope_theta": 10000.0,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 8.0,
+            "original_max_position_embeddings": 4096,
+        },
+    }
+    (impl_dir / "config.json").write_text(json.dumps(config))
+    ok = run(["my_rope:yarn8", "--dim", "64", "--config", "config.json"], impl_dir)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "applied: once" in ok.stdout
+    bad = run(
+        ["my_rope:yarn8_no_attention_factor", "--dim", "64", "--config", "config.json"], impl_dir
+    )
+    assert bad.returncode == 1 and "is missing" in bad.stdout
+    plain = run(["my_rope:good", "--dim", "64", "--config", "config.json"], impl_dir)
+    assert plain.returncode == 1 and "scaling method was not applied" in plain.stdout
 
 
 def test_bad_dim_exits_two(impl_dir):
