@@ -8,7 +8,9 @@ Which grader to call from a page:
 * RoPE frequencies -> :func:`grade_inv_freq`
 * a RoPE function ``fn(x, positions)`` -> :func:`grade_apply_rope` (runs :func:`refimpl.check_rope`)
 * rotated queries/keys as an array -> :func:`grade_rotated`
-* YaRN frequencies -> :func:`grade_yarn_inv_freq` (needs :mod:`refimpl.scaling`)
+* YaRN frequencies -> :func:`grade_yarn_inv_freq`
+* frequencies of any scaling method (linear, ntk, llama3, longrope, ...) ->
+  :func:`grade_scaled_inv_freq`
 * ALiBi slopes -> :func:`grade_alibi_slopes` (needs :mod:`refimpl.bias`)
 """
 
@@ -31,6 +33,7 @@ __all__ = [
     "grade_apply_rope",
     "grade_inv_freq",
     "grade_rotated",
+    "grade_scaled_inv_freq",
     "grade_sinusoidal",
     "grade_yarn_inv_freq",
 ]
@@ -432,6 +435,69 @@ def grade_yarn_inv_freq(
             continue  # a variant this version of the scaling module does not compute
         mistakes.append((np.asarray(alt), hint))
     return _grade(answer, ref, mistakes, rtol=rtol, atol=0.0, what="the YaRN inv_freq")
+
+
+def grade_scaled_inv_freq(
+    answer, *, rope_type: str, dim: int, base: float = 10000.0, rtol: float = DEFAULT_RTOL, **params
+) -> Grade:
+    """Grade a reader's frequencies for any method of ``refimpl.ROPE_SCALINGS``.
+
+    Parameters
+    ----------
+    answer : array_like, shape (dim/2,)
+    rope_type : str
+        A key of ``refimpl.ROPE_SCALINGS`` (``"linear"``, ``"ntk"``, ``"llama3"``, ...).
+    dim, base
+        Rotary width and base.
+    rtol : float, default 1e-6
+    **params
+        The method's parameters (``factor``, ``original_max_position``, ...).
+
+    Returns
+    -------
+    Grade
+        Passes, or names the mistake: unscaled frequencies, every frequency divided (or
+        multiplied) by the factor, or the frequencies of another scaling method with the same
+        parameters.
+
+    Examples
+    --------
+    >>> import refimpl
+    >>> ans = refimpl.inv_freq(8) / 4
+    >>> bool(grade_scaled_inv_freq(ans, rope_type="linear", dim=8, factor=4.0))
+    True
+    >>> print(grade_scaled_inv_freq(refimpl.inv_freq(8), rope_type="linear", dim=8, factor=4.0))
+    These are the unscaled frequencies: the 'linear' method changes them.
+    """
+    from .scaling import ROPE_SCALINGS
+
+    fn = ROPE_SCALINGS[rope_type]  # an unknown type raises, listing the known ones
+    ref = np.asarray(fn(dim=dim, base=base, **params).inv_freq, dtype=np.float64)
+    plain = _inv_freq(check_dim(dim), check_base(base))
+    mistakes = [
+        (plain, f"These are the unscaled frequencies: the {rope_type!r} method changes them.")
+    ]
+    factor = params.get("factor")
+    if factor is not None:
+        mistakes += [
+            (
+                plain / factor,
+                "Every frequency is divided by the factor (plain position interpolation); "
+                f"the {rope_type!r} method treats pairs differently.",
+            ),
+            (plain * factor, "The frequencies are multiplied by the factor; scaling divides them."),
+        ]
+    for other, other_fn in ROPE_SCALINGS.items():
+        if other in (rope_type, "default"):
+            continue
+        try:
+            alt = other_fn(dim=dim, base=base, **params).inv_freq
+        except (TypeError, ValueError):
+            continue
+        mistakes.append(
+            (np.asarray(alt), f"These are the {other!r} frequencies, not the {rope_type!r} ones.")
+        )
+    return _grade(answer, ref, mistakes, rtol=rtol, atol=0.0, what=f"the {rope_type} inv_freq")
 
 
 def grade_alibi_slopes(answer, *, n_heads: int, rtol: float = DEFAULT_RTOL) -> Grade:

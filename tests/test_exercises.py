@@ -192,3 +192,18 @@ def test_grader_errors():
         grade_rotated(np.ones((1, 4)), np.ones((1, 4)), [0], pairing="neox")
     g = grade_inv_freq([np.nan, 1.0], dim=4)
     assert not g and "NaN" in g.hint
+
+
+def test_scaled_inv_freq_grader():
+    from refimpl.exercises import grade_scaled_inv_freq
+
+    kw = dict(dim=64, base=500000.0, factor=8.0, original_max_position=8192)
+    llama3 = refimpl.ROPE_SCALINGS["llama3"](**kw).inv_freq
+    assert grade_scaled_inv_freq(llama3, rope_type="llama3", **kw)
+    g = grade_scaled_inv_freq(refimpl.inv_freq(64, 500000.0) / 8.0, rope_type="llama3", **kw)
+    assert not g and "plain position interpolation" in g.hint
+    yarn = refimpl.ROPE_SCALINGS["yarn"](**kw).inv_freq
+    g = grade_scaled_inv_freq(yarn, rope_type="llama3", **kw)
+    assert not g and "'yarn' frequencies" in g.hint
+    with pytest.raises(KeyError, match="linear"):
+        grade_scaled_inv_freq(llama3, rope_type="nope", **kw)
