@@ -74,7 +74,7 @@ _TWO_PI = 2.0 * np.pi
 
 @dataclasses.dataclass
 class RopeReport:
-    """What :func:`check_rope` found. ``str(report)`` is a readable summary.
+    r"""What :func:`check_rope` found. ``str(report)`` is a readable summary.
 
     Attributes
     ----------
@@ -88,10 +88,10 @@ class RopeReport:
         ``"half"``, ``"interleaved"``, ``"neither"`` (described in the findings) or ``"none"``
         (no feature is rotated).
     direction : int
-        ``+1`` for the reference rotation by :math:`+m\\theta` (scores depend on key minus
+        ``+1`` for the reference rotation by :math:`+m\theta` (scores depend on key minus
         query position), ``-1`` for the opposite sign, ``0`` if undetermined.
     base : float or None
-        The base the frequencies fit (:math:`\\theta_i = b^{-2(i+o)/r}`), snapped to a round
+        The base the frequencies fit (:math:`\theta_i = b^{-2(i+o)/r}`), snapped to a round
         value when within the fit's accuracy; None when the profile is not geometric.
     inv_freq : numpy.ndarray, shape (rotary_dim/2,)
         The frequency (rad/token) the function uses for each pair, measured.
@@ -103,11 +103,11 @@ class RopeReport:
     scaling_params : dict
         Parameters of the matched family (e.g. ``{"factor": 8.0}``).
     attention_scaling : float
-        Norm ratio :math:`\\|f(x, m)\\| / \\|x\\|` on the rotated features.
+        Norm ratio :math:`\|f(x, m)\| / \|x\|` on the rotated features.
     attention_scaling_applied : str
         ``"none"``, ``"once"``, ``"twice"`` or ``"other"`` relative to the expected factor.
     position_offset : float
-        :math:`\\delta` such that position ``m`` is rotated as ``m + delta`` (0 reference; 1
+        :math:`\delta` such that position ``m`` is rotated as ``m + delta`` (0 reference; 1
         when positions are counted from 1).
     rotary_dim : int
         Number of features rotated.
@@ -124,8 +124,8 @@ class RopeReport:
         that are not opposite, coupling outside the pairs, and pair magnitudes that differ from
         the common scale (so :math:`R^\top R \neq s^2 I`). 0 for an exact rotation.
     relative_position_error : float
-        Largest :math:`|\\langle f(q,m), f(k,m+r)\\rangle - \\langle f(q,0), f(k,r)\\rangle|
-        / (\\|q\\|\\|k\\|)` over probed ``m`` and a few offsets ``r``.
+        Largest change of the score :math:`\langle f(q,m), f(k,m+r)\rangle` over the probed
+        ``m`` at fixed offsets ``r``, relative to :math:`\|q\|\|k\|` (0 for an exact RoPE).
     deviations : list of tuple
         The largest deviations as ``(position, pair, error)``.
     """
