@@ -822,6 +822,14 @@ def check_rope(
             "the pair index is counted from 1 (theta_i = b^(-2(i+1)/d)): the 1 rad/token pair "
             "is missing. Use i = 0 .. d/2-1, i.e. arange(0, d, 2) / d in the exponent."
         )
+    if geometric and exp.base is None and exp.inv_freq is None and b_rep is not None:
+        for c in _COMMON_BASES:
+            if c != b_rep and abs(b_rep**2 / c - 1.0) < 1e-3:
+                findings_info.append(
+                    f"the base {b_rep:g} is sqrt({c:g}); if {c:g} was meant, the exponent uses "
+                    "i/d instead of 2i/d (pass base= to make this a failure)."
+                )
+                break
     if np.any(zero_freq):
         findings_info.append(f"{int(np.sum(zero_freq))} pair(s) have frequency 0 (never rotate).")
 

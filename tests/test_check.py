@@ -559,3 +559,9 @@ def test_custom_positions():
     assert rep.ok and rep.base == BASE
     rep = _check(bf16_angles, positions=[0, 1, 2, 4, 300, 1000, 3000])
     assert not rep.ok and rep.precision == "bfloat16 angles"
+
+
+def test_square_root_of_a_common_base_is_pointed_out():
+    rep = check_rope(exponent_over_d, dim=D)  # no base expected: a valid RoPE of base 100
+    assert rep.ok and rep.base == pytest.approx(100.0)
+    assert _has(rep, "sqrt(10000)", "pass base=")
