@@ -219,7 +219,7 @@ def _npy_header(shape, dtype) -> bytes:
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
     header["shape"] = tuple(shape)
     np.lib.format.write_array_header_2_0(buf, header)
-    return np.lib.format.magic(2, 0) + buf.getvalue()
+    return buf.getvalue()  # magic string included
 
 
 def write_cos_sin_npz(
