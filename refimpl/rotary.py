@@ -295,8 +295,8 @@ class _Blocks:
         self.n = max(1, min(seq, _BLOCK_BYTES // per_pos))
         # float32 with fused=True stays in complex64; other non-float64 input is widened
         narrow = fused and xa.dtype == np.float32
-        self.t = None if xa.dtype == np.float64 or narrow else np.empty(lead + (self.n, 2 * h))
-        self.u = None if fused else np.empty(lead + (self.n, 2 * h))
+        self.t = None if xa.dtype == np.float64 or narrow else np.empty((*lead, self.n, 2 * h))
+        self.u = None if fused else np.empty((*lead, self.n, 2 * h))
         self.c = np.empty((self.n, h))
         self.s = np.empty((self.n, h))
         ztype = np.complex64 if narrow else np.complex128
@@ -339,7 +339,7 @@ def _rotate_block(xb, cb, sb, ob, pairing, bufs):
 
 def _rotate_block_fused(xb, cb, sb, ob, bufs):
     """Interleaved pairs as complex numbers times ``c + j s`` (NumPy's complex product)."""
-    n, h = cb.shape
+    n = cb.shape[0]
     z = bufs.z[:n]
     z.real = cb
     z.imag = sb

@@ -159,7 +159,7 @@ def test_apply_rope_tables_argument_errors():
         refimpl.apply_rope_tables(x, c, np.ones((3, 3)))
     with pytest.raises(ValueError, match="cos has 2 rows but x has seq = 3"):
         refimpl.apply_rope_tables(x, c[:2], c[:2])
-    with pytest.raises(ValueError, match="2 \\* columns = 10 must be in 1..8"):
+    with pytest.raises(ValueError, match=r"2 \* columns = 10 must be in 1\.\.8"):
         refimpl.apply_rope_tables(x, np.ones((3, 5)), np.ones((3, 5)))
     with pytest.raises(ValueError, match="cos must contain only finite values"):
         refimpl.apply_rope_tables(x, c * np.nan, c)
