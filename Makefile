@@ -8,7 +8,7 @@ BROWSER_STAMP := $(VENV)/.installed-browser
 JB     := $(VENV)/bin/jupyter-book
 
 .PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu \
-	test-browser clean experiments
+	test-browser clean experiments bench
 
 help:
 	@echo "make book         build the book into _build/html (offline; open _build/html/index.html)"
@@ -18,6 +18,7 @@ help:
 	@echo "make test-gpu     GPU parity tests (run on the CPU when CUDA is absent)"
 	@echo "make test-browser build the book and test it in headless Chromium"
 	@echo "make format       apply ruff formatting"
+	@echo "make bench        benchmark tables (apply, tables, book build, tests; installs torch)"
 	@echo "make experiments  retrain the toy models and rewrite experiments/results/*.json (a few minutes)"
 
 $(STAMP): pyproject.toml
@@ -83,3 +84,10 @@ EXPERIMENTS := length_generalisation rope_extension attention_entropy rope_base
 
 experiments: $(STAMP)
 	@for e in $(EXPERIMENTS); do echo "== experiments/$$e.py"; $(PY) experiments/$$e.py || exit 1; done
+
+bench: $(TORCH_STAMP)
+	cd benchmarks && ../$(PY) bench_apply.py
+	cd benchmarks && ../$(PY) bench_build_tables.py
+	cd benchmarks && ../$(PY) bench_book.py
+	cd benchmarks && ../$(PY) bench_tests.py
+

@@ -89,9 +89,12 @@ def check_choice(value, name: str, choices: Iterable[str]) -> str:
     return value
 
 
-def as_float_array(x, name: str, *, ndim: int | None = None, min_ndim: int | None = None):
+def as_float_array(
+    x, name: str, *, ndim: int | None = None, min_ndim: int | None = None, finite: bool = True
+):
     """Convert ``x`` to a floating array, keeping float16/32/64 and turning anything else into
-    float64. Rejects complex, non-numeric and non-finite input."""
+    float64. Rejects complex, non-numeric and (unless ``finite=False``, for callers that check
+    finiteness themselves block by block) non-finite input."""
     arr = np.asarray(x)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
@@ -103,7 +106,7 @@ def as_float_array(x, name: str, *, ndim: int | None = None, min_ndim: int | Non
         raise ValueError(
             f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}"
         )
-    if not np.all(np.isfinite(arr)):
+    if finite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
     return arr
 

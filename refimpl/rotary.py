@@ -13,6 +13,8 @@ Conventions (see the book's notation page):
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ._checks import (
@@ -33,6 +35,7 @@ __all__ = [
     "angles",
     "apply_rope",
     "apply_rope_complex",
+    "apply_rope_tables",
     "cos_sin",
     "half_to_interleaved_weights",
     "interleaved_to_half_weights",
@@ -196,8 +199,28 @@ def cos_sin(
             c, s = accurate_cos_sin(pos, inv_freq=_resolve_inv_freq(inv_freq, dim, base))
     else:
         theta = _resolve_inv_freq(inv_freq, dim, base)
-        ang = angles(positions, theta)
-        c, s = np.cos(ang), np.sin(ang)  # [eq:rope-cos-sin]
+        return _fast_cos_sin(as_positions(positions), theta, scale)
+    if scale != 1.0:
+        c *= scale  # [eq:rope-attention-scaling]
+        s *= scale
+    return c, s
+
+
+def _fast_cos_sin(pos, theta, scale, out=None):
+    """The fast tables without validation: ``np.cos``/``np.sin`` of the float64 angle.
+
+    The angle buffer is reused (it becomes the sine table), so the peak memory is the two
+    results. Every entry depends on its own position only, so tables built block by block
+    (as ``apply_rope`` does) are bit-identical to whole ones.
+    """
+    if out is None:
+        c = np.empty((pos.shape[0], theta.shape[0]))
+        s = np.empty_like(c)
+    else:
+        c, s = out
+    np.multiply.outer(pos, theta, out=s)  # [eq:rope-angle]
+    np.cos(s, out=c)  # [eq:rope-cos-sin]
+    np.sin(s, out=s)  # [eq:rope-cos-sin]
     if scale != 1.0:
         c *= scale  # [eq:rope-attention-scaling]
         s *= scale
@@ -233,10 +256,222 @@ def pair_indices(dim: int, pairing: str = "half") -> tuple[np.ndarray, np.ndarra
     return np.arange(0, d, 2), np.arange(1, d, 2)  # [eq:pairing-interleaved]
 
 
-def _rotate_pairs(x1, x2, c, s, o1, o2):
-    """Write the rotated pair: o1 = x1 c - x2 s, o2 = x1 s + x2 c (all broadcastable)."""
-    o1[...] = x1 * c - x2 * s  # [eq:rope-elementwise]
-    o2[...] = x1 * s + x2 * c  # [eq:rope-elementwise]
+# Bytes of one float64 scratch buffer per block of positions. The rotation runs block by block
+# so that its scratch (two such buffers and the block's tables) stays in a core's L2/L3 cache
+# while x streams through memory once. Measured in benchmarks/bench_apply.py.
+_BLOCK_BYTES = 1 << 19
+
+
+def _pair_views(a, h, pairing):
+    """Views of the first and second members of the ``h`` pairs on the last axis of ``a``."""
+    if pairing == "half":
+        return a[..., :h], a[..., h : 2 * h]  # [eq:pairing-half]
+    return a[..., 0 : 2 * h : 2], a[..., 1 : 2 * h : 2]  # [eq:pairing-interleaved]
+
+
+def _check_alias(out, xa):
+    """``out`` may be ``x`` itself (same memory, same strides: in-place) or disjoint from it."""
+    if out is None or not np.may_share_memory(out, xa):
+        return
+    same = (
+        out.__array_interface__["data"][0] == xa.__array_interface__["data"][0]
+        and out.strides == xa.strides
+        and out.dtype == xa.dtype
+    )
+    if not same and np.shares_memory(out, xa):
+        raise ValueError(
+            "out must be x itself (in-place rotation) or not overlap x; "
+            "it overlaps x with a different offset or strides"
+        )
+
+
+class _Blocks:
+    """Scratch buffers and the block length for rotating ``x`` block of positions by block."""
+
+    def __init__(self, xa, h, fused):
+        lead = xa.shape[:-2]
+        seq = xa.shape[-2]
+        per_pos = max(1, int(np.prod(lead, dtype=np.int64)) * 2 * h * 8)
+        self.n = max(1, min(seq, _BLOCK_BYTES // per_pos))
+        # float32 with fused=True stays in complex64; other non-float64 input is widened
+        narrow = fused and xa.dtype == np.float32
+        self.t = None if xa.dtype == np.float64 or narrow else np.empty((*lead, self.n, 2 * h))
+        self.u = None if fused else np.empty((*lead, self.n, 2 * h))
+        self.c = np.empty((self.n, h))
+        self.s = np.empty((self.n, h))
+        ztype = np.complex64 if narrow else np.complex128
+        self.z = np.empty((self.n, h), dtype=ztype) if fused else None
+        self.wide = self  # the float64 view of these buffers, for the widened block
+        if self.t is not None:
+            self.wide = copy.copy(self)
+            self.wide.t = None
+
+    def starts(self, seq):
+        return range(0, seq, self.n)
+
+
+def _rotate_block(xb, cb, sb, ob, pairing, bufs):
+    """``ob`` = ``xb`` with pair ``(x1, x2)`` rotated to ``(x1 c - x2 s, x1 s + x2 c)``.
+
+    Bit-identical to those two float64 expressions: ``x1 c + (-(x2 s))`` is exactly
+    ``x1 c - x2 s``, and ``x2 c + x1 s`` exactly ``x1 s + x2 c``. ``ob`` may be ``xb`` itself:
+    every element of ``xb`` is read before (or when) its own place in ``ob`` is written.
+    """
+    n, h = cb.shape
+    if bufs.t is not None:  # float32/float16: widen the block once, rotate it in float64
+        t = bufs.t[..., :n, :]
+        np.copyto(t, xb)  # exact
+        _rotate_block(t, cb, sb, t, pairing, bufs.wide)
+        np.copyto(ob, t, casting="same_kind")  # one rounding to ob's dtype
+        return
+    x1, x2 = _pair_views(xb, h, pairing)
+    u = bufs.u[..., :n, :]
+    u1, u2 = _pair_views(u, h, pairing)
+    np.negative(sb, out=sb)  # sb is scratch (bufs.s): negating twice restores it exactly
+    np.multiply(x2, sb, out=u1)  # -(x2 s)   [eq:rope-elementwise]
+    np.negative(sb, out=sb)
+    np.multiply(x1, sb, out=u2)  # x1 s      [eq:rope-elementwise]
+    o1, o2 = _pair_views(ob, h, pairing)
+    np.multiply(x1, cb, out=o1)  # x1 c (overwrites x1 only after its last use)
+    np.multiply(x2, cb, out=o2)  # x2 c
+    np.add(ob, u, out=ob)  # [eq:rope-elementwise]
+
+
+def _rotate_block_fused(xb, cb, sb, ob, bufs):
+    """Interleaved pairs as complex numbers times ``c + j s`` (NumPy's complex product)."""
+    n = cb.shape[0]
+    z = bufs.z[:n]
+    z.real = cb
+    z.imag = sb
+    if bufs.t is None:  # float64, or float32 in complex64 (tables rounded to float32)
+        xc, oc = xb.view(z.dtype), ob.view(z.dtype)
+        np.multiply(xc, z, out=oc)  # [eq:rope-complex]
+        return
+    t = bufs.t[..., :n, :]
+    np.copyto(t, xb)
+    tc = t.view(np.complex128)
+    np.multiply(tc, z, out=tc)  # [eq:rope-complex]
+    np.copyto(ob, t, casting="same_kind")
+
+
+def _rotate(xa, r, pairing, fused, out, tables):
+    """Rotate the first ``r`` features of ``xa`` into ``out`` block of positions by block;
+    ``tables(p0, p1, bufs)`` returns the float64 (cos, sin) rows of positions p0..p1-1."""
+    seq = xa.shape[-2]
+    h = r // 2
+    if fused and (xa.strides[-1] != xa.itemsize or out.strides[-1] != out.itemsize):
+        fused = False  # the complex view needs unit-stride features; the real form is the same
+    bufs = _Blocks(xa, h, fused)
+    for p0 in bufs.starts(seq):
+        p1 = min(seq, p0 + bufs.n)
+        xb = xa[..., p0:p1, :r]
+        if not np.all(np.isfinite(xb)):
+            raise ValueError("x must contain only finite values (found NaN or inf)")
+        cb, sb = tables(p0, p1, bufs)
+        ob = out[..., p0:p1, :r]
+        if fused:
+            _rotate_block_fused(xb, cb, sb, ob, bufs)
+        else:
+            _rotate_block(xb, cb, sb, ob, pairing, bufs)
+    if r < xa.shape[-1]:
+        if not np.all(np.isfinite(xa[..., r:])):
+            raise ValueError("x must contain only finite values (found NaN or inf)")
+        if not (out is xa or np.shares_memory(out[..., r:], xa[..., r:])):
+            out[..., r:] = xa[..., r:]
+    return out
+
+
+def _prepare_x_out(x, out, fused, pairing):
+    check_pairing(pairing)
+    if not isinstance(fused, bool):
+        raise TypeError(f"fused must be True or False, got {fused!r}")
+    if fused and pairing != "interleaved":
+        raise ValueError(
+            "fused=True needs pairing='interleaved' (pairs adjacent in memory form the complex "
+            "numbers)"
+        )
+    xa = as_float_array(x, "x", min_ndim=2, finite=False)
+    dtype = result_dtype(xa)
+    out = check_out(out, xa.shape, dtype)
+    _check_alias(out, xa)
+    if out is None:
+        out = np.empty(xa.shape, dtype=dtype)
+    return xa, out
+
+
+def apply_rope_tables(
+    x, cos, sin, *, pairing: str = "half", out: np.ndarray | None = None, fused: bool = False
+) -> np.ndarray:
+    r"""Rotate ``x`` with given cos/sin tables (the rotation step of :func:`apply_rope`).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., seq, dim)
+        Queries or keys.
+    cos, sin : array_like, each shape (seq, r/2)
+        Half-width tables as :func:`cos_sin` returns them (one value per pair, any scaling
+        already folded in). The first ``r <= dim`` features of ``x`` are rotated, the rest
+        pass through unchanged.
+    pairing : {"half", "interleaved"}, default "half"
+    out : numpy.ndarray, optional
+        Array of the result's shape and dtype to write into. It may be ``x`` itself (in-place
+        rotation: every element is read before its place is written); any other overlap with
+        ``x`` raises ValueError.
+    fused : bool, default False
+        Interleaved pairing only: multiply the pairs as complex numbers, one NumPy pass over
+        ``x`` (see benchmarks/README.md for its cost). Not bit-identical to the default:
+
+        * float64 input: NumPy's complex product may use fused multiply-add, rounding
+          ``x1 c - x2 s`` once instead of twice; each entry is within
+          :math:`2^{-51}(|x_1 c| + |x_2 s|)` of the default.
+        * float32 input: the float64 tables are rounded to float32 and the arithmetic is
+          float32 (complex64); each entry is within :math:`2^{-22}(|x_1 c| + |x_2 s|)`
+          (4 float32 units of the products' size) of the float64 result.
+        * other floating input: widened to float64 block by block, as for float64.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., seq, dim)
+        ``out`` if given. Same dtype as ``x`` for floating input (float64 otherwise).
+
+    Notes
+    -----
+    Book equation ``eq:rope-elementwise``. With ``fused=False`` every entry is bit-identical
+    to the float64 expressions ``x1 c - x2 s`` and ``x1 s + x2 c`` (float32/float16 input:
+    those float64 values rounded once to the input's dtype). Work proceeds in blocks of
+    positions: scratch memory is two float64 buffers of about 512 KiB (or one block when x
+    is smaller) plus the tables, never a second copy of ``x``.
+
+    Examples
+    --------
+    >>> c, s = cos_sin([0, 1], dim=2)
+    >>> apply_rope_tables(np.array([[1.0, 0.0], [1.0, 0.0]]), c, s).round(6)
+    array([[1.      , 0.      ],
+           [0.540302, 0.841471]])
+    """
+    xa, out = _prepare_x_out(x, out, fused, pairing)
+    c = as_float_array(cos, "cos", ndim=2).astype(np.float64, copy=False)
+    s = as_float_array(sin, "sin", ndim=2).astype(np.float64, copy=False)
+    if c.shape != s.shape:
+        raise ValueError(f"cos and sin must have the same shape, got {c.shape} and {s.shape}")
+    if c.shape[0] != xa.shape[-2]:
+        raise ValueError(
+            f"cos has {c.shape[0]} rows but x has seq = {xa.shape[-2]} "
+            "(x must be (..., seq, dim) and cos, sin (seq, r/2))"
+        )
+    r = 2 * c.shape[1]
+    if r == 0 or r > xa.shape[-1]:
+        raise ValueError(
+            f"cos has {c.shape[1]} columns: 2 * columns = {r} must be in 1..{xa.shape[-1]} "
+            "(the rotated width of x)"
+        )
+
+    def tables(p0, p1, bufs):  # sin goes to scratch: the kernel negates it in place
+        sb = bufs.s[: p1 - p0]
+        np.copyto(sb, s[p0:p1])
+        return c[p0:p1], sb
+
+    return _rotate(xa, r, pairing, fused, out, tables)
 
 
 def apply_rope(
@@ -249,6 +484,7 @@ def apply_rope(
     attention_scaling: float = 1.0,
     rotary_dim: int | None = None,
     out: np.ndarray | None = None,
+    fused: bool = False,
 ) -> np.ndarray:
     r"""Rotate queries or keys by their positions (element-wise RoPE).
 
@@ -270,7 +506,12 @@ def apply_rope(
         Rotate only the first ``rotary_dim`` features and pass the rest through unchanged
         (partial rotary). Default: ``2 * len(inv_freq)`` if ``inv_freq`` is given, else ``dim``.
     out : numpy.ndarray, optional
-        Array of the result's shape and dtype to write into.
+        Array of the result's shape and dtype to write into. It may be ``x`` itself for an
+        in-place rotation (safe: every element is read before its place is written); any other
+        overlap with ``x`` raises ValueError.
+    fused : bool, default False
+        See :func:`apply_rope_tables`: interleaved pairing only, complex multiplication, faster,
+        within :math:`2^{-51}(|x_1 c| + |x_2 s|)` of the default instead of bit-identical.
 
     Returns
     -------
@@ -285,15 +526,24 @@ def apply_rope(
     Features beyond ``rotary_dim`` are not multiplied by ``attention_scaling`` (as in
     transformers, where the pass-through part is concatenated unchanged).
 
+    Exactness: with ``fused=False`` every entry is bit-identical to the float64 expressions
+    ``x1 c - x2 s`` and ``x1 s + x2 c`` with ``c, s = cos_sin(positions, ...)`` (``np.cos`` and
+    ``np.sin`` of the float64 angle), rounded once to float32/float16 for such input.
+    Memory: positions are processed in cache-sized blocks, tables included, so the scratch
+    is a few float64 buffers of about 512 KiB, never a second copy of ``x``.
+
     Examples
     --------
     >>> x = np.array([[1.0, 0.0], [1.0, 0.0]])
     >>> apply_rope(x, [0, 1], base=10000.0).round(6)  # theta_0 = 1 rad/token
     array([[1.      , 0.      ],
            [0.540302, 0.841471]])
+    >>> _ = apply_rope(x, [0, 1], out=x)  # in place
+    >>> x.round(6)
+    array([[1.      , 0.      ],
+           [0.540302, 0.841471]])
     """
-    check_pairing(pairing)
-    xa = as_float_array(x, "x", min_ndim=2)
+    xa, out = _prepare_x_out(x, out, fused, pairing)
     dim = xa.shape[-1]
     pos = as_positions(positions)
     if pos.shape[0] != xa.shape[-2]:
@@ -317,23 +567,13 @@ def apply_rope(
         raise ValueError(f"x's last dimension must be even (features are paired), got {dim}")
     if theta is None:
         theta = _inv_freq(r, base)
-    c, s = cos_sin(pos, theta, attention_scaling=attention_scaling)  # (seq, r/2)
-    dtype = result_dtype(xa)
-    out = check_out(out, xa.shape, dtype)
-    res = np.empty(xa.shape, dtype=np.float64) if dtype != np.float64 or out is None else out
-    x64 = xa.astype(np.float64, copy=False)
-    if pairing == "half":
-        h = r // 2
-        _rotate_pairs(x64[..., :h], x64[..., h:r], c, s, res[..., :h], res[..., h:r])
-    else:
-        _rotate_pairs(x64[..., 0:r:2], x64[..., 1:r:2], c, s, res[..., 0:r:2], res[..., 1:r:2])
-    res[..., r:] = x64[..., r:]
-    if res is out:
-        return out
-    if out is not None:
-        out[...] = res
-        return out
-    return res.astype(dtype, copy=False)
+    scale = check_real(attention_scaling, "attention_scaling")
+
+    def tables(p0, p1, bufs):  # cos_sin's fast tables for these positions, bit for bit
+        n = p1 - p0
+        return _fast_cos_sin(pos[p0:p1], theta, scale, out=(bufs.c[:n], bufs.s[:n]))
+
+    return _rotate(xa, r, pairing, fused, out, tables)
 
 
 def rotation_matrix(position, inv_freq, *, pairing: str = "half") -> np.ndarray:

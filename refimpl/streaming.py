@@ -1,0 +1,292 @@
+"""Streaming cos/sin tables for very long contexts: chunks of positions with memory bounded by
+the chunk, and an ``.npz`` writer that never holds a whole table.
+
+A table for 2^24 positions and 64 frequencies is 8 GiB per float64 table; these functions
+produce it chunk by chunk (``iter_cos_sin``) or write it straight into an ``.npz`` file
+(``write_cos_sin_npz``), with an optional progress callback (``ProgressPrinter`` prints the
+position count and the rate to stderr).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from ._checks import as_positions, check_choice, check_positive_int, check_real
+from .rotary import _fast_cos_sin, _resolve_inv_freq, cos_sin
+
+__all__ = ["STREAM_METHODS", "ProgressPrinter", "iter_cos_sin", "write_cos_sin_npz"]
+
+STREAM_METHODS = ("fast", "addition", "accurate")
+
+# Angle addition splits m = hi + lo with 0 <= lo < _ADDITION_SPAN (a power of two).
+_ADDITION_SPAN = 1024
+
+
+class ProgressPrinter:
+    """Progress callback for long runs: prints positions done, percent and rate.
+
+    Parameters
+    ----------
+    stream : file-like, default sys.stderr
+    every_s : float, default 1.0
+        Minimum seconds between lines (the last call always prints).
+    label : str, default "positions"
+
+    Examples
+    --------
+    >>> import io
+    >>> buf = io.StringIO()
+    >>> p = ProgressPrinter(buf, every_s=0.0)
+    >>> p(512, 1024, 0.5)
+    >>> buf.getvalue()
+    'positions 512 / 1024 (50.0 %), 1.02e+03 positions/s\\n'
+    """
+
+    def __init__(self, stream=None, every_s: float = 1.0, label: str = "positions"):
+        self.stream = sys.stderr if stream is None else stream
+        self.every_s = check_real(every_s, "every_s")
+        self.label = label
+        self._last = -np.inf
+
+    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
+        now = time.perf_counter()
+        if done < total and now - self._last < self.every_s:
+            return
+        self._last = now
+        rate = done / elapsed_s if elapsed_s > 0 else float("inf")
+        pct = 100.0 * done / total if total else 100.0
+        self.stream.write(
+            f"{self.label} {done} / {total} ({pct:.1f} %), {rate:.3g} {self.label}/s\n"
+        )
+        self.stream.flush()
+
+
+def _positions_source(positions_or_count):
+    """(total, chunk getter, is_count) for a count ``n`` (positions 0..n-1) or an array."""
+    if isinstance(positions_or_count, (int, np.integer)) and not isinstance(
+        positions_or_count, bool
+    ):
+        n = int(positions_or_count)
+        if n < 0:
+            raise ValueError(f"positions_or_count must be a non-negative count, got {n}")
+        return n, (lambda p0, p1: np.arange(p0, p1, dtype=np.float64)), True
+    pos = as_positions(positions_or_count, "positions_or_count")
+    return pos.shape[0], (lambda p0, p1: pos[p0:p1]), False
+
+
+def _addition_chunk(p0, n, theta, lo_tables, scale):
+    """cos/sin of (p0 + j) theta for j < n by angle addition from two small tables.
+
+    m = hi + lo with hi = K floor(m / K) and lo in [0, K) (the same split for every chunking):
+    the hi angle is one float64 product, as in the fast path, and the sum formula adds a few
+    roundings (see ``iter_cos_sin``)."""
+    k = _ADDITION_SPAN
+    c_lo, s_lo = lo_tables  # (K, h)
+    a0 = (p0 // k) * k  # rows are computed from the aligned start a0 and the first p0-a0 dropped
+    skip = p0 - a0
+    n += skip
+    q = -(-n // k)
+    hi = a0 + k * np.arange(q, dtype=np.float64)
+    c_hi, s_hi = _fast_cos_sin(hi, theta, 1.0)  # (q, h)
+    c_hi, s_hi = c_hi[:, None, :], s_hi[:, None, :]
+    h = theta.shape[0]
+    c = np.multiply(c_hi, c_lo, out=np.empty((q, k, h)))  # [eq:rope-angle-addition]
+    t = np.multiply(s_hi, s_lo, out=np.empty((q, k, h)))
+    c -= t  # cos(a + b) = cos a cos b - sin a sin b   [eq:rope-angle-addition]
+    s = np.multiply(s_hi, c_lo, out=t)
+    s += c_hi * s_lo  # sin(a + b) = sin a cos b + cos a sin b   [eq:rope-angle-addition]
+    c, s = c.reshape(q * k, h)[skip:n], s.reshape(q * k, h)[skip:n]
+    if scale != 1.0:
+        c *= scale  # [eq:rope-attention-scaling]
+        s *= scale
+    return c, s
+
+
+def iter_cos_sin(
+    positions_or_count,
+    inv_freq=None,
+    *,
+    dim: int | None = None,
+    base: float = 10000.0,
+    attention_scaling: float = 1.0,
+    method: str = "fast",
+    chunk: int = 65536,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    r"""Yield the cos/sin tables of :func:`refimpl.cos_sin` chunk by chunk.
+
+    Parameters
+    ----------
+    positions_or_count : int or array_like, shape (seq,)
+        A count ``n`` (positions ``0 .. n-1``, never materialised) or explicit positions.
+    inv_freq, dim, base, attention_scaling
+        As in :func:`refimpl.cos_sin`.
+    method : {"fast", "addition", "accurate"}, default "fast"
+        ``"fast"`` and ``"accurate"``: exactly ``cos_sin(..., method=method)`` on each chunk
+        (bit-identical to the whole table). ``"addition"`` (non-negative integer positions):
+        :math:`m = h + l` with :math:`0 \le l < 1024`, and
+        :math:`\cos m\theta = \cos h\theta \cos l\theta - \sin h\theta \sin l\theta` (and the
+        sine likewise) from ``np.cos``/``np.sin`` of the float64 angles :math:`h\theta` and
+        :math:`l\theta`: a few multiplications per entry instead of a trigonometric call.
+        Its error against the exact :math:`\cos(m\theta)` (float64 :math:`\theta`) is at most
+        :math:`2^{-53}(|m\theta| + 8)`, the fast path's bound plus a few units.
+    chunk : int, default 65536
+        Positions per chunk (memory is a small multiple of ``chunk * len(inv_freq) * 8`` bytes).
+    progress : callable, optional
+        Called as ``progress(done, total, elapsed_s)`` after every chunk
+        (e.g. :class:`ProgressPrinter`).
+
+    Yields
+    ------
+    start : int
+        Index of the chunk's first position.
+    cos, sin : numpy.ndarray, each shape (n_chunk, d/2), float64
+        Fresh arrays for positions ``start .. start + n_chunk - 1``.
+
+    Notes
+    -----
+    Book equations ``eq:rope-cos-sin`` and, for ``"addition"``, ``eq:rope-angle-addition``.
+
+    Examples
+    --------
+    >>> parts = list(iter_cos_sin(5, dim=4, chunk=2))
+    >>> [(start, c.shape) for start, c, s in parts]
+    [(0, (2, 2)), (2, (2, 2)), (4, (1, 2))]
+    >>> c_all, s_all = cos_sin(np.arange(5), dim=4)
+    >>> bool(np.array_equal(np.concatenate([c for _, c, _ in parts]), c_all))
+    True
+    """
+    check_choice(method, "method", STREAM_METHODS)
+    size = check_positive_int(chunk, "chunk")
+    scale = check_real(attention_scaling, "attention_scaling")
+    total, get, is_count = _positions_source(positions_or_count)
+    theta = _resolve_inv_freq(inv_freq, dim, base)
+    lo_tables = None
+    if method == "addition":
+        if not is_count:
+            pos = get(0, total)
+            if total and (np.any(pos < 0) or np.any(pos != np.floor(pos))):
+                raise ValueError(
+                    "method='addition' needs non-negative integer positions "
+                    "(use a count or integer-valued positions)"
+                )
+        lo = np.arange(_ADDITION_SPAN, dtype=np.float64)
+        lo_tables = tuple(t[None, :, :] for t in _fast_cos_sin(lo, theta, 1.0))
+    t0 = time.perf_counter()
+    for p0 in range(0, total, size):
+        p1 = min(total, p0 + size)
+        pos = get(p0, p1)
+        if method == "fast":
+            c, s = _fast_cos_sin(pos, theta, scale)
+        elif method == "accurate":
+            if inv_freq is None:
+                c, s = cos_sin(pos, dim=dim, base=base, attention_scaling=scale, method=method)
+            else:
+                c, s = cos_sin(pos, theta, attention_scaling=scale, method=method)
+        elif is_count:
+            c, s = _addition_chunk(p0, p1 - p0, theta, lo_tables, scale)
+        else:
+            c, s = _addition_general(pos, theta, lo_tables, scale)
+        if progress is not None:
+            progress(p1, total, time.perf_counter() - t0)
+        yield p0, c, s
+
+
+def _addition_general(pos, theta, lo_tables, scale):
+    """Angle addition for arbitrary non-negative integer positions (rows gathered)."""
+    k = _ADDITION_SPAN
+    lo = np.mod(pos, k).astype(np.intp)
+    hi = pos - lo
+    c_hi, s_hi = _fast_cos_sin(hi, theta, 1.0)
+    c_lo, s_lo = lo_tables[0][0][lo], lo_tables[1][0][lo]
+    c = c_hi * c_lo - s_hi * s_lo  # [eq:rope-angle-addition]
+    s = s_hi * c_lo + c_hi * s_lo  # [eq:rope-angle-addition]
+    if scale != 1.0:
+        c *= scale  # [eq:rope-attention-scaling]
+        s *= scale
+    return c, s
+
+
+def _npy_header(shape, dtype) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
+    header["shape"] = tuple(shape)
+    np.lib.format.write_array_header_2_0(buf, header)
+    return buf.getvalue()  # magic string included
+
+
+def write_cos_sin_npz(
+    path,
+    positions_or_count,
+    inv_freq=None,
+    *,
+    dim: int | None = None,
+    base: float = 10000.0,
+    attention_scaling: float = 1.0,
+    method: str = "fast",
+    chunk: int = 65536,
+    dtype="float64",
+    metadata: dict | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> None:
+    """Write ``cos`` and ``sin`` tables into an ``.npz`` file chunk by chunk.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Output file (an uncompressed zip64 archive that ``np.load`` reads).
+    positions_or_count, inv_freq, dim, base, attention_scaling, method, chunk
+        As in :func:`iter_cos_sin`.
+    dtype : {"float64", "float32", "float16"}, default "float64"
+        Stored dtype; float64 values are rounded once to it.
+    metadata : dict, optional
+        Extra members: each value is stored with ``np.asarray`` under its key.
+    progress : callable, optional
+        As in :func:`iter_cos_sin`; ``total`` counts both tables (``2 * seq``).
+
+    Notes
+    -----
+    The tables are generated twice (one pass for ``cos``, one for ``sin``), because zip members
+    are written one after the other; memory stays bounded by the chunk.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "t.npz")
+    >>> write_cos_sin_npz(f, 3, dim=2, metadata={"base": 10000.0})
+    >>> with np.load(f) as z:
+    ...     sorted(z.files), z["cos"].shape, float(z["base"])
+    (['base', 'cos', 'sin'], (3, 1), 10000.0)
+    """
+    dt = np.dtype(check_choice(str(np.dtype(dtype)), "dtype", ("float64", "float32", "float16")))
+    total, _, _ = _positions_source(positions_or_count)
+    theta = _resolve_inv_freq(inv_freq, dim, base)
+    meta = {} if metadata is None else dict(metadata)
+    for key in meta:
+        if key in ("cos", "sin") or not isinstance(key, str):
+            raise ValueError(f"metadata keys must be strings other than 'cos' and 'sin': {key!r}")
+    kwargs = dict(attention_scaling=attention_scaling, method=method, chunk=chunk)
+    if inv_freq is None:
+        kwargs.update(dim=dim, base=base)
+    else:
+        kwargs["inv_freq"] = theta
+    t0 = time.perf_counter()
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for which, name in enumerate(("cos", "sin")):
+            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+                fh.write(_npy_header((total, theta.shape[0]), dt))
+                for p0, c, s in iter_cos_sin(positions_or_count, **kwargs):
+                    fh.write(np.ascontiguousarray((c, s)[which], dtype=dt).tobytes())
+                    if progress is not None:
+                        done = which * total + p0 + c.shape[0]
+                        progress(done, 2 * total, time.perf_counter() - t0)
+        for key, value in meta.items():
+            with zf.open(key + ".npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asarray(value), allow_pickle=False)

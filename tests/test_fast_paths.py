@@ -1,0 +1,174 @@
+"""Fast paths of apply_rope / apply_rope_tables: bit-identity with the straightforward float64
+formula, block boundaries, in-place rotation, the fused (complex) path's stated bound."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import refimpl
+from refimpl import rotary
+
+
+def straightforward(x, pos, theta, pairing, scale=1.0, rotary_dim=None):
+    """x1 c - x2 s, x1 s + x2 c in float64 with c, s = cos/sin of the float64 angle."""
+    x64 = np.asarray(x, dtype=np.float64)
+    h = theta.shape[0]
+    ang = np.multiply.outer(np.asarray(pos, dtype=np.float64), theta)
+    c, s = np.cos(ang) * scale, np.sin(ang) * scale
+    if scale == 1.0:
+        c, s = np.cos(ang), np.sin(ang)
+    res = x64.copy()
+    if pairing == "half":
+        i1, i2 = np.arange(h), np.arange(h, 2 * h)
+    else:
+        i1, i2 = np.arange(0, 2 * h, 2), np.arange(1, 2 * h, 2)
+    x1, x2 = x64[..., i1], x64[..., i2]
+    res[..., i1] = x1 * c - x2 * s
+    res[..., i2] = x1 * s + x2 * c
+    return res.astype(np.asarray(x).dtype if np.asarray(x).dtype.kind == "f" else np.float64)
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch):
+    """Force many blocks of positions (and blocks of one position) to test the boundaries."""
+    monkeypatch.setattr(rotary, "_BLOCK_BYTES", 700)
+
+
+shapes = st.tuples(
+    st.integers(1, 3), st.integers(1, 9), st.sampled_from([2, 4, 8, 10]), st.integers(0, 4)
+)
+
+
+@given(shape=shapes, pairing=st.sampled_from(["half", "interleaved"]), seed=st.integers(0, 99))
+def test_float64_bit_identical_to_the_straightforward_formula(shape, pairing, seed):
+    heads, seq, r, extra = shape
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((heads, seq, r + extra))
+    pos = rng.integers(0, 10**6, seq)
+    theta = refimpl.inv_freq(r, 500.0)
+    got = refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing, attention_scaling=1.25)
+    want = straightforward(x, pos, theta, pairing, scale=1.25)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_block_boundaries_and_dtypes(tiny_blocks, pairing, dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 37, 12)).astype(dtype)
+    pos = np.arange(37) * 1000
+    theta = refimpl.inv_freq(8)
+    got = refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing)
+    assert got.dtype == dtype
+    # float32/float16: the float64 result rounded once
+    assert np.array_equal(got, straightforward(x, pos, theta, pairing))
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+def test_apply_rope_tables_matches_apply_rope(tiny_blocks, pairing):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 21, 16)).astype(np.float32)
+    pos = np.arange(21) + 5
+    c, s = refimpl.cos_sin(pos, dim=16)
+    a = refimpl.apply_rope_tables(x, c, s, pairing=pairing)
+    b = refimpl.apply_rope(x, pos, pairing=pairing)
+    assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("rotary_dim", [None, 6])
+def test_in_place_equals_out_of_place(tiny_blocks, pairing, dtype, rotary_dim):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 19, 10)).astype(dtype)
+    want = refimpl.apply_rope(x, np.arange(19), pairing=pairing, rotary_dim=rotary_dim or 10)
+    y = x.copy()
+    res = refimpl.apply_rope(y, np.arange(19), pairing=pairing, rotary_dim=rotary_dim, out=y)
+    assert res is y
+    assert np.array_equal(y, want)
+
+
+def test_out_overlapping_x_with_an_offset_is_rejected():
+    buf = np.zeros((5, 4))
+    x, out = buf[:4], buf[1:]
+    with pytest.raises(ValueError, match="out must be x itself"):
+        refimpl.apply_rope(x, np.arange(4), out=out)
+
+
+def test_out_writes_into_the_given_array():
+    x = np.ones((3, 4), dtype=np.float32)
+    out = np.empty_like(x)
+    assert refimpl.apply_rope(x, [0, 1, 2], out=out) is out
+    with pytest.raises(ValueError, match="out must have dtype float32"):
+        refimpl.apply_rope(x, [0, 1, 2], out=np.empty((3, 4)))
+
+
+def test_non_finite_x_is_rejected_even_in_blocks(tiny_blocks):
+    x = np.ones((2, 30, 4))
+    x[1, 29, 3] = np.nan
+    with pytest.raises(ValueError, match="x must contain only finite values"):
+        refimpl.apply_rope(x, np.arange(30))
+    x[1, 29, 3] = 0.0
+    x[0, 3, 1] = np.inf
+    with pytest.raises(ValueError, match="x must contain only finite values"):
+        refimpl.apply_rope(x, np.arange(30), rotary_dim=2)  # in the pass-through part
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fused_within_its_stated_bound(tiny_blocks, dtype):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((3, 41, 16)) * 10.0 ** rng.uniform(-3, 3, (3, 41, 1))).astype(dtype)
+    pos = np.arange(41) * 977
+    theta = refimpl.inv_freq(16)
+    exact = straightforward(x.astype(np.float64), pos, theta, "interleaved")
+    got = refimpl.apply_rope(x, pos, pairing="interleaved", fused=True)
+    assert got.dtype == dtype
+    ang = np.multiply.outer(pos.astype(np.float64), theta)
+    c, s = np.cos(ang), np.sin(ang)
+    x1, x2 = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
+    size = np.abs(x1 * c) + np.abs(x2 * s)  # |x1 c| + |x2 s|; the same for the second member
+    size = np.maximum(size, np.abs(x1 * s) + np.abs(x2 * c))
+    unit = 2.0**-51 if dtype == np.float64 else 2.0**-22
+    err = np.abs(got.astype(np.float64) - exact)
+    assert np.all(err[..., 0::2] <= unit * size)
+    assert np.all(err[..., 1::2] <= unit * size)
+    if dtype == np.float32:
+        assert err.max() > 0  # really float32 arithmetic, not a copy of the default
+
+
+def test_fused_argument_errors():
+    x = np.ones((2, 4))
+    with pytest.raises(ValueError, match="fused=True needs pairing='interleaved'"):
+        refimpl.apply_rope(x, [0, 1], fused=True)
+    with pytest.raises(TypeError, match="fused must be True or False"):
+        refimpl.apply_rope(x, [0, 1], pairing="interleaved", fused=1)
+
+
+def test_fused_on_non_contiguous_features_falls_back_to_the_exact_form():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((7, 16))[:, ::2]  # stride 2 on the features
+    got = refimpl.apply_rope(x, np.arange(7), pairing="interleaved", fused=True)
+    assert np.array_equal(got, straightforward(x, np.arange(7), refimpl.inv_freq(8), "interleaved"))
+
+
+def test_apply_rope_tables_argument_errors():
+    x = np.ones((3, 8))
+    c = np.ones((3, 4))
+    with pytest.raises(ValueError, match="cos and sin must have the same shape"):
+        refimpl.apply_rope_tables(x, c, np.ones((3, 3)))
+    with pytest.raises(ValueError, match="cos has 2 rows but x has seq = 3"):
+        refimpl.apply_rope_tables(x, c[:2], c[:2])
+    with pytest.raises(ValueError, match=r"2 \* columns = 10 must be in 1\.\.8"):
+        refimpl.apply_rope_tables(x, np.ones((3, 5)), np.ones((3, 5)))
+    with pytest.raises(ValueError, match="cos must contain only finite values"):
+        refimpl.apply_rope_tables(x, c * np.nan, c)
+
+
+def test_cos_sin_fast_is_cos_and_sin_of_the_float64_angle():
+    pos = np.array([0, 1, 7, 123456, 2**30])
+    theta = refimpl.inv_freq(64)
+    c, s = refimpl.cos_sin(pos, theta, attention_scaling=0.5)
+    ang = np.multiply.outer(pos.astype(np.float64), theta)
+    assert np.array_equal(c, np.cos(ang) * 0.5)
+    assert np.array_equal(s, np.sin(ang) * 0.5)

@@ -1,0 +1,108 @@
+"""Streaming cos/sin tables: chunks equal the whole table, the angle-addition bound, bounded
+memory while streaming 2^22 positions, and the .npz writer."""
+
+import io
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import refimpl
+from refimpl.streaming import ProgressPrinter, iter_cos_sin, write_cos_sin_npz
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+def test_fast_chunks_are_bit_identical_to_the_whole_table(chunk):
+    c, s = refimpl.cos_sin(np.arange(2345), dim=16, attention_scaling=1.5)
+    parts = list(iter_cos_sin(2345, dim=16, attention_scaling=1.5, chunk=chunk))
+    assert [p0 for p0, _, _ in parts] == list(range(0, 2345, chunk))
+    assert np.array_equal(np.concatenate([p[1] for p in parts]), c)
+    assert np.array_equal(np.concatenate([p[2] for p in parts]), s)
+
+
+def test_explicit_positions_and_inv_freq():
+    pos = np.array([3.5, -2.0, 1e6, 0.0])
+    theta = refimpl.inv_freq(8, 500.0)
+    got = list(iter_cos_sin(pos, theta, chunk=3))
+    c, s = refimpl.cos_sin(pos, theta)
+    assert np.array_equal(np.concatenate([g[1] for g in got]), c)
+    assert np.array_equal(np.concatenate([g[2] for g in got]), s)
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant < 60, reason="needs x87 80-bit long double")
+@pytest.mark.parametrize("start", [0, 2**24 - 5000])
+def test_angle_addition_within_its_stated_bound(start):
+    theta = refimpl.inv_freq(64, 500000.0)
+    n = 5000
+    pos = np.arange(start, start + n)
+    if start == 0:
+        parts = list(iter_cos_sin(n, theta, method="addition", chunk=1500))
+    else:
+        parts = list(iter_cos_sin(pos, theta, method="addition", chunk=1500))
+    c = np.concatenate([p[1] for p in parts])
+    s = np.concatenate([p[2] for p in parts])
+    # oracle: cos/sin of the exact product m * theta (float64 theta) in 64-bit long double
+    ang = np.multiply.outer(pos.astype(np.longdouble), theta.astype(np.longdouble))
+    bound = 2.0**-53 * (np.abs(np.multiply.outer(pos, theta)) + 8)
+    assert np.all(np.abs(c - np.cos(ang)).astype(np.float64) <= bound)
+    assert np.all(np.abs(s - np.sin(ang)).astype(np.float64) <= bound)
+    if start == 0:  # the count form and the explicit-positions form agree
+        alt = list(iter_cos_sin(pos, theta, method="addition", chunk=1500))
+        assert np.array_equal(np.concatenate([p[1] for p in alt]), c)
+
+
+def test_memory_stays_bounded_by_the_chunk_while_streaming_2_to_22_positions():
+    n, chunk, dim = 2**22, 2**14, 8
+    h = dim // 2
+    bound = 16 * chunk * h * 8  # 16 chunk-sized float64 tables; the whole table is 128x more
+    for method in ("fast", "addition"):
+        tracemalloc.start()
+        checksum = 0.0
+        last = 0
+        for p0, c, s in iter_cos_sin(n, dim=dim, method=method, chunk=chunk):
+            checksum += float(c[-1, 0]) + float(s[-1, 0])
+            last = p0 + c.shape[0]
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert last == n
+        assert np.isfinite(checksum)
+        assert peak < bound, f"{method}: peak {peak} bytes >= bound {bound}"
+        assert 2 * n * h * 8 > 50 * peak  # the whole pair of tables would be far larger
+
+
+def test_write_npz_round_trip_with_metadata_and_progress(tmp_path):
+    path = tmp_path / "tables.npz"
+    out = io.StringIO()
+    write_cos_sin_npz(
+        path,
+        1000,
+        dim=6,
+        base=500.0,
+        chunk=128,
+        dtype="float32",
+        metadata={"base": 500.0, "rope_type": "default"},
+        progress=ProgressPrinter(out, every_s=0.0),
+    )
+    c, s = refimpl.cos_sin(np.arange(1000), dim=6, base=500.0)
+    with np.load(path) as z:
+        assert np.array_equal(z["cos"], c.astype(np.float32))
+        assert np.array_equal(z["sin"], s.astype(np.float32))
+        assert str(z["rope_type"]) == "default"
+    lines = out.getvalue().splitlines()
+    assert lines[-1].startswith("positions 2000 / 2000 (100.0 %)")
+    assert "positions/s" in lines[0]
+
+
+def test_streaming_argument_errors(tmp_path):
+    with pytest.raises(ValueError, match="method must be one of"):
+        next(iter_cos_sin(4, dim=2, method="slow"))
+    with pytest.raises(ValueError, match="chunk must be positive"):
+        next(iter_cos_sin(4, dim=2, chunk=0))
+    with pytest.raises(ValueError, match="positions_or_count must be a non-negative count"):
+        next(iter_cos_sin(-1, dim=2))
+    with pytest.raises(ValueError, match="method='addition' needs non-negative integer"):
+        next(iter_cos_sin([0.5, 1.0], dim=2, method="addition"))
+    with pytest.raises(ValueError, match="metadata keys must be strings other than"):
+        write_cos_sin_npz(tmp_path / "x.npz", 2, dim=2, metadata={"cos": 1})
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        write_cos_sin_npz(tmp_path / "x.npz", 2, dim=2, dtype="int32")
