@@ -733,11 +733,18 @@ def check_rope(
                 ref_theta = fam_theta
         else:
             scaling_name = "unknown"
-            findings_info.append(
+            words = (
                 "the frequencies do not decrease geometrically with the pair index "
                 + (f"(largest log-residual {resid:.2g}) " if np.isfinite(resid) else "")
-                + "and match no known scaling family."
+                + "and match no known scaling family"
             )
+            if exp.inv_freq is None and exp.base is None:
+                findings_bad.append(
+                    words + ": this is not a RoPE of any base. If these frequencies are intended "
+                    "(learned, LongRoPE factors), pass them with expected= to check the rest."
+                )
+            else:
+                findings_info.append(words + ".")
     if ref_theta is None and geometric:
         if index_origin == 0 and lin_factor is None:
             ref_theta = _exact_inv_freq(r, b_rep)

@@ -565,3 +565,15 @@ def test_square_root_of_a_common_base_is_pointed_out():
     rep = check_rope(exponent_over_d, dim=D)  # no base expected: a valid RoPE of base 100
     assert rep.ok and rep.base == pytest.approx(100.0)
     assert _has(rep, "sqrt(10000)", "pass base=")
+
+
+def test_arbitrary_frequencies_fail_without_expectation_and_pass_with_it():
+    th = np.sort(np.random.default_rng(0).uniform(1e-4, 1.0, D // 2))[::-1]
+    fn = lambda x, p: refimpl.apply_rope(x, p, inv_freq=th)  # noqa: E731
+    rep = check_rope(fn, dim=D)
+    assert not rep.ok and rep.scaling == "unknown" and _has(rep, "not a RoPE of any base")
+    np.testing.assert_allclose(rep.inv_freq, th, rtol=1e-9)  # still read back exactly
+    spec = types.SimpleNamespace(
+        dim=D, rotary_dim=D, inv_freq=th, pairing="half", attention_scaling=1.0
+    )
+    assert check_rope(fn, dim=D, expected=spec).ok
