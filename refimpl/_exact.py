@@ -3,7 +3,7 @@
 The plain float64 table ``np.cos(m * theta)`` rounds ``theta`` and then the product, and the
 angle it takes the cosine of is off by up to ``|m theta| 2^-52``: millions of ulps at long
 positions. This module computes ``cos(m theta_i)`` and ``sin(m theta_i)`` of the *exact* angle
-in five steps (book page "Faithful float64 tables", equations ``eq:numerics-*``):
+in four steps (book page "Faithful float64 tables", equations ``eq:numerics-*``):
 
 1. ``theta_i`` as an unevaluated sum of three doubles ``hi + mid + lo`` (about 159 bits). With
    ``dim``/``base`` it is the real number ``base^(-2i/dim)``, computed once per ``(dim, base)``
@@ -11,18 +11,20 @@ in five steps (book page "Faithful float64 tables", equations ``eq:numerics-*``)
    it is the given binary value (``mid = lo = 0``).
 2. The products ``m * hi`` and ``m * mid`` exactly, as pairs of doubles, by Dekker's
    TwoProduct with Veltkamp splitting (vectorised over the table); ``m * lo`` rounded.
-3. The quadrant ``k = rint(m hi 2/pi)`` and the reduction ``r = m theta - k pi/2`` with a
-   three-double ``pi/2`` (Cody-Waite style, each ``k * P_j`` again an exact TwoProduct). The
-   first difference cancels exactly (Sterbenz); the remaining terms are summed with
-   error-free TwoSum so that ``r = r_hi + r_lo`` has an absolute error below about ``2^-120``
-   for ``|m theta| < 2^31``.
+3. ``k = rint(m hi / 2 pi)`` and the reduction ``r = m theta - 2 pi k`` with ``2 pi`` as five
+   doubles (Cody-Waite): the first four have 24 significant bits, so every ``k * C_j`` is
+   exact for ``|k| < 2^29``; ``s1 - k C1`` cancels exactly (Sterbenz) and so does the next
+   step; the remaining terms are added with error-free TwoSum, so that ``r = r_hi + r_lo`` has
+   an absolute error below about ``2^-115`` for ``|m theta| < 2^31``.
 4. ``cos r ~ cos r_hi - sin(r_hi) r_lo`` and ``sin r ~ sin r_hi + cos(r_hi) r_lo``: the
-   platform's float64 ``cos``/``sin`` on ``|r_hi| <= pi/4`` plus a first-order correction.
-5. The quadrant ``k mod 4`` swaps and negates the pair.
+   platform's float64 ``cos``/``sin`` on ``|r_hi| <= pi`` plus a first-order correction (the
+   neglected term is of order ``r_lo^2 ~ 2^-106``, far below half an ulp).
 
 The result is within 1 ulp of the correctly rounded value whenever the platform's ``cos`` and
-``sin`` are within 1 ulp on ``[-pi/4, pi/4]`` (glibc: about 0.51 ulp) and ``|r|`` is not below
-about ``2^-64`` (a reduced angle that small is not expected among ``2^31`` positions).
+``sin`` are faithful (error below 1 ulp) on ``[-pi, pi]`` (glibc: about 0.51 ulp) and the
+result is not below about ``2^-60`` in magnitude (none is expected among ``2^31`` positions:
+the smallest ``|cos|``, ``|sin|`` there are near ``2^-40``). Fractional positions are handled
+by the same exact products.
 """
 
 from __future__ import annotations
@@ -155,7 +157,9 @@ def exact_inv_freq3(dim: int, base: float) -> tuple[np.ndarray, np.ndarray, np.n
     number to about 159 bits. Computed once per ``(dim, base)`` with integer arithmetic.
     """
     ln_b = _ln_fixed(base)
-    parts = [_split3(_exp_fixed(-(2 * i * ln_b) // dim)) for i in range(dim // 2)]
+    parts = [
+        _split3(_exp_fixed(-(2 * i * ln_b) // dim)) for i in range(dim // 2)
+    ]  # [eq:numerics-theta-exact]
     arr = np.array(parts, dtype=np.float64)  # (dim/2, 3)
     hi, mid, lo = (np.ascontiguousarray(arr[:, j]) for j in range(3))
     for a in (hi, mid, lo):
