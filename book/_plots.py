@@ -64,7 +64,7 @@ def plot_error_vs_position(curves: dict, bounds: dict, *, title: str):
     ax.set_xlabel("position m (tokens)")
     ax.set_ylabel("max |error| of cos, sin over pairs")
     ax.set_title(title)
-    ax.legend(fontsize=8, ncol=2, loc="lower right")
+    ax.legend(fontsize=8, ncol=2, loc="center left")
     return fig
 
 
