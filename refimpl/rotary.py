@@ -179,9 +179,9 @@ def cos_sin(
     five positions fractional; 65 % correctly rounded, none beyond 1 ulp;
     ``benchmarks/check_accurate_sample.py``) and on the positions where cos or sin comes
     closest to zero (continued-fraction convergents; ``tests/test_exact.py``). It assumes the
-    platform's float64 cos/sin are faithful on [-pi, pi] (glibc: about 0.51 ulp). Cost: 0.8 to
-    1.1 times the fast path for a 2^20 x 64 table (``benchmarks/bench_tables.py``); the mpmath
-    oracle costs about 60 microseconds per entry.
+    platform's float64 cos/sin are faithful on [-pi, pi] (glibc: about 0.51 ulp). Cost for a
+    2^20 x 64 table: 0.76 times the fast path's wall-clock time, 1.06 times its CPU time
+    (``benchmarks/bench_tables.py``); the mpmath oracle costs about 60 microseconds per entry.
 
     Examples
     --------
