@@ -22,6 +22,25 @@ from .absolute import integer_encoding, normalized_encoding, sinusoidal, sinusoi
 from .attention import attention, attention_entropy, attention_scores, causal_mask, softmax
 from .check import RopeReport, check_rope  # checker (part "Check your implementation")
 from .config import RopeSpec, rope_from_config  # scaling part
+
+# --- numerics (exact tables, precision emulation, error model) ---
+from .numerics import (
+    PIPELINES,
+    cos_sin_bf16_angles,
+    cos_sin_bf16_inv_freq,
+    cos_sin_float64_naive,
+    cos_sin_recurrence,
+    cos_sin_transformers_float32,
+    error_bound,
+    oracle_cos_sin,
+    pipeline_cos_sin,
+    relative_drift,
+    round_to,
+    transformers_inv_freq_float32,
+    ulp_error,
+)
+
+# --- end numerics ---
 from .rotary import (
     angles,
     apply_rope,
@@ -132,3 +151,19 @@ __all__ += [
     "xpos_zeta",
 ]
 # --- end variants ---
+# numerics
+__all__ += [
+    "PIPELINES",
+    "cos_sin_bf16_angles",
+    "cos_sin_bf16_inv_freq",
+    "cos_sin_float64_naive",
+    "cos_sin_recurrence",
+    "cos_sin_transformers_float32",
+    "error_bound",
+    "oracle_cos_sin",
+    "pipeline_cos_sin",
+    "relative_drift",
+    "round_to",
+    "transformers_inv_freq_float32",
+    "ulp_error",
+]

@@ -177,6 +177,15 @@ def cos_sin(
     1e-13 at m = 1e3 and 1e-10 at m = 1e6 relative to the exact angle, because the rounding of
     :math:`\theta_i` and of the product moves the angle.
 
+    Accuracy of ``method="accurate"`` (measured against a 50-digit mpmath oracle): at most
+    1 ulp on 10^5 random entries (positions below 2^31, dim <= 512, base in [2, 1e7], one in
+    five positions fractional; 65 % correctly rounded, none beyond 1 ulp;
+    ``benchmarks/check_accurate_sample.py``) and on the positions where cos or sin comes
+    closest to zero (continued-fraction convergents; ``tests/test_exact.py``). It assumes the
+    platform's float64 cos/sin are faithful on [-pi, pi] (glibc: about 0.51 ulp). Cost for a
+    2^20 x 64 table: 0.76 times the fast path's wall-clock time, 1.06 times its CPU time
+    (``benchmarks/bench_tables.py``); the mpmath oracle costs about 60 microseconds per entry.
+
     Examples
     --------
     >>> c, s = cos_sin([0, 1], dim=4, base=100.0)

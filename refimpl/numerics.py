@@ -1,0 +1,665 @@
+"""Numerics of RoPE tables: a high-precision oracle, ulp errors, rounding to the low-precision
+formats, emulations of the tables real implementations build, an error model for each, and
+the drift of the relative-position property.
+
+Every pipeline function returns the ``(cos, sin)`` tables, each ``(len(positions), dim/2)``,
+that a given implementation would produce, in the dtype that implementation holds them
+(float32 for bfloat16 values, which NumPy has no dtype for). Compare them with
+``cos_sin(..., method="accurate")`` or :func:`oracle_cos_sin`.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ._checks import (
+    as_float_array,
+    as_inv_freq,
+    as_positions,
+    check_base,
+    check_choice,
+    check_dim,
+    check_positive_int,
+    check_real,
+)
+from .rotary import cos_sin
+
+__all__ = [
+    "FORMATS",
+    "PIPELINES",
+    "cos_sin_bf16_angles",
+    "cos_sin_bf16_inv_freq",
+    "cos_sin_float64_naive",
+    "cos_sin_recurrence",
+    "cos_sin_transformers_float32",
+    "error_bound",
+    "oracle_cos_sin",
+    "pipeline_cos_sin",
+    "relative_drift",
+    "round_to",
+    "transformers_inv_freq_float32",
+    "ulp_error",
+]
+
+#: Binary formats known to :func:`round_to`: (significand bits p incl. the hidden bit,
+#: smallest normal exponent, largest exponent).
+FORMATS = {
+    "float32": (24, -126, 127),
+    "float16": (11, -14, 15),
+    "bfloat16": (8, -126, 127),
+}
+_STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.float32}
+_U32 = 2.0**-24  # unit roundoff of float32
+_U64 = 2.0**-53  # unit roundoff of float64
+_UBF16 = 2.0**-8  # unit roundoff of bfloat16
+_UF16 = 2.0**-11  # unit roundoff of float16
+_LIBM32 = 2.0**-23  # NumPy's float32 cos/sin: below 1.5 ulp, i.e. 1.5 * 2^-24 for |v| < 1
+_CMUL = math.sqrt(2.0) + math.sqrt(5.0)  # rounding of w (sqrt 2 u) + one complex product (sqrt 5 u)
+
+
+# ----------------------------------------------------------------------------- oracle and ulps
+def _mpf_to_float(x) -> float:
+    """Correctly rounded float of an mpmath number (exact rational, then Python's rounding)."""
+    if not x:
+        return 0.0
+    v = float(Fraction(int(x.man)) * Fraction(2) ** int(x.exp))
+    return -v if x < 0 else v
+
+
+def oracle_cos_sin(
+    positions,
+    inv_freq=None,
+    *,
+    dim: int | None = None,
+    base: float = 10000.0,
+    dps: int = 50,
+    pairs=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""cos and sin of the exact angles with mpmath, correctly rounded to float64 (slow).
+
+    Parameters
+    ----------
+    positions : array_like, shape (seq,)
+        Positions :math:`m` (integers or reals), taken as exact binary values.
+    inv_freq : array_like, shape (d/2,), optional
+        Frequencies, taken as exact binary values.
+    dim : int, optional
+        With ``base``: :math:`\theta_i = b^{-2i/d}` as the exact real numbers (used when
+        ``inv_freq`` is None).
+    base : float, default 10000.0
+    dps : int, default 50
+        Decimal digits of the mpmath working precision (at least 20).
+    pairs : array_like of int, shape (p,), optional
+        Compute only these pair indices (columns); default all ``d/2``.
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, d/2) or (seq, p), float64
+        The float64 nearest to :math:`\cos(m\theta_i)` and :math:`\sin(m\theta_i)`.
+
+    Notes
+    -----
+    Book equation ``eq:numerics-oracle``. mpmath (shipped with SymPy, installed by the test
+    extra) is imported here, not by ``import refimpl``. The value computed at ``dps`` digits
+    is rounded once through an exact rational, so the result is the correctly rounded float64
+    unless the true value lies within about :math:`10^{-dps}` of a rounding boundary. Cost:
+    roughly 50 microseconds per entry, so 2^20 x 64 entries would take about an hour
+    (``benchmarks/bench_tables.py`` measures it).
+
+    References
+    ----------
+    F. Johansson et al., mpmath: a Python library for arbitrary-precision floating-point
+    arithmetic, https://mpmath.org.
+
+    Examples
+    --------
+    >>> c, s = oracle_cos_sin([3], dim=2)
+    >>> float(c[0, 0]), float(s[0, 0])
+    (-0.9899924966004454, 0.1411200080598672)
+    """
+    import mpmath
+
+    pos = as_positions(positions)
+    ndps = check_positive_int(dps, "dps")
+    if ndps < 20:
+        raise ValueError(f"dps must be at least 20 (the oracle must beat float64), got {ndps}")
+    if inv_freq is None:
+        if dim is None:
+            raise TypeError("oracle_cos_sin needs either inv_freq or dim (with base)")
+        d = check_dim(dim)
+        b = check_base(base)
+        freqs = None
+    else:
+        freqs = as_inv_freq(inv_freq)
+        d = 2 * freqs.shape[0]
+        if dim is not None and check_dim(dim) != d:
+            raise ValueError(f"inv_freq has {d // 2} entries but dim={dim} needs {dim // 2}")
+    if pairs is None:
+        cols = list(range(d // 2))
+    else:
+        idx = np.asarray(pairs)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu":
+            raise TypeError("pairs must be a 1-D array of integer pair indices")
+        if idx.size and (idx.min() < 0 or idx.max() >= d // 2):
+            raise ValueError(f"pairs must lie in [0, {d // 2 - 1}] (dim={d})")
+        cols = [int(i) for i in idx]
+    cos = np.empty((pos.shape[0], len(cols)))
+    sin = np.empty_like(cos)
+    with mpmath.mp.workdps(ndps):
+        if freqs is None:
+            mb = mpmath.mpf(b)
+            theta = [mb ** (-mpmath.mpf(2 * i) / d) for i in cols]  # [eq:rope-inv-freq]
+        else:
+            theta = [mpmath.mpf(float(freqs[i])) for i in cols]
+        for r, m in enumerate(pos):
+            mm = mpmath.mpf(float(m))
+            for i, t in enumerate(theta):
+                c, s = mpmath.cos_sin(mm * t)  # [eq:numerics-oracle]
+                cos[r, i] = _mpf_to_float(c)
+                sin[r, i] = _mpf_to_float(s)
+    return cos, sin
+
+
+def ulp_error(approx, exact) -> np.ndarray:
+    r"""Error of ``approx`` in units in the last place of ``exact``.
+
+    Parameters
+    ----------
+    approx : array_like
+        Computed values (any float dtype; compared in float64).
+    exact : array_like, same shape
+        Reference values; the ulp is taken in ``exact``'s dtype (float64 for integers).
+
+    Returns
+    -------
+    numpy.ndarray, same shape, float64
+        :math:`|\hat v - v| / \mathrm{ulp}(v)` with :math:`\mathrm{ulp}(v)` the gap from
+        :math:`|v|` to the next larger float of that dtype.
+
+    Notes
+    -----
+    Book equation ``eq:numerics-ulp``. Against a correctly rounded ``exact`` (the oracle),
+    a faithfully rounded result has ulp error 0 or 1. Near a zero of cos or sin the ulp is
+    tiny, so naive tables show huge ulp errors there; absolute errors are the honest measure
+    for them.
+
+    Examples
+    --------
+    >>> ulp_error([1.0 + 2**-52, 1.0], [1.0, 1.0])
+    array([1., 0.])
+    """
+    a = as_float_array(approx, "approx")
+    e = as_float_array(exact, "exact")
+    if a.shape != e.shape:
+        raise ValueError(f"approx and exact must have the same shape, got {a.shape} and {e.shape}")
+    unit = np.spacing(np.abs(e)).astype(np.float64)
+    return np.abs(a.astype(np.float64) - e.astype(np.float64)) / unit  # [eq:numerics-ulp]
+
+
+# ----------------------------------------------------------------------------------- rounding
+def _round_quantum(x64: np.ndarray, fmt: str) -> np.ndarray:
+    """Round float64 values once, to nearest even, onto ``fmt``'s grid (float64 result)."""
+    p, emin, emax = FORMATS[fmt]
+    big = 2.0**emax * (2.0 - 2.0 ** (1 - p))  # largest finite value
+    a = np.abs(x64)
+    ok = np.isfinite(x64) & (a < 2.0 ** (emax + 1))
+    xs = np.where(ok, x64, 0.0)
+    _, ex = np.frexp(np.abs(xs))  # |x| = f 2^ex, f in [0.5, 1)
+    qexp = np.maximum(ex - 1, emin) - (p - 1)  # exponent of the grid step (ulp) at x
+    y = np.ldexp(np.rint(np.ldexp(xs, -qexp)), qexp)  # [eq:numerics-round-to]
+    y = np.where(np.abs(y) > big, np.copysign(np.inf, xs), y)  # overflow to +-inf
+    return np.where(ok, y, np.where(np.isnan(x64), np.nan, np.copysign(np.inf, x64)))
+
+
+def _round_bf16_bits(x32: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 by integer arithmetic on the bits (round to nearest even)."""
+    u = x32.view(np.uint32)
+    lsb = (u >> np.uint32(16)) & np.uint32(1)
+    r = (u + np.uint32(0x7FFF) + lsb) & np.uint32(0xFFFF0000)  # [eq:numerics-round-to]
+    out = r.view(np.float32)
+    return np.where(np.isnan(x32), np.float32(np.nan), out)
+
+
+def round_to(x, fmt: str) -> np.ndarray:
+    r"""Round to ``"float32"``, ``"float16"`` or ``"bfloat16"``, to nearest, ties to even.
+
+    Parameters
+    ----------
+    x : array_like
+        Real values (float16/32/64 or integers); NaN and infinities are allowed.
+    fmt : {"float32", "float16", "bfloat16"}
+
+    Returns
+    -------
+    numpy.ndarray, same shape
+        float32 for ``"float32"`` and ``"bfloat16"`` (NumPy has no bfloat16; every value is
+        exactly a bfloat16 number), float16 for ``"float16"``. Values beyond the largest finite
+        number (after rounding) become infinities, NaN stays NaN, subnormals are kept.
+
+    Notes
+    -----
+    Book equation ``eq:numerics-round-to``: :math:`\mathrm{rn}(x) = q\,\mathrm{rint}(x/q)`
+    with :math:`q = 2^{\max(e, e_{\min}) - p + 1}` the grid step at :math:`x`. The input is
+    rounded once, directly (float64 to bfloat16 does not go through float32, which would
+    round twice). float32 input to bfloat16 uses the bit trick frameworks use:
+    add ``0x7FFF`` plus the lowest kept bit, clear the low 16 bits.
+
+    Examples
+    --------
+    >>> round_to([1.0 + 2**-8, 1.0 + 3 * 2**-8, 3.5e38], "bfloat16")
+    array([1.      , 1.015625,      inf], dtype=float32)
+    >>> round_to([65519.0, 65520.0], "float16").tolist()  # 65504 is the largest float16
+    [65504.0, inf]
+    """
+    check_choice(fmt, "fmt", tuple(FORMATS))
+    arr = np.asarray(x)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"x must be a real numeric array, got dtype {arr.dtype}")
+    if fmt == "bfloat16" and arr.dtype == np.float32:
+        return _round_bf16_bits(arr)
+    return _round_quantum(arr.astype(np.float64), fmt).astype(_STORAGE[fmt])
+
+
+# ---------------------------------------------------------------------------------- pipelines
+def transformers_inv_freq_float32(dim: int, base: float = 10000.0) -> np.ndarray:
+    r"""Frequencies as transformers builds them, in float32.
+
+    The exponent ``2i/d`` is rounded to float32, the power is rounded to float32 (torch's
+    float32 ``pow`` is close to correctly rounded), then the float32 reciprocal.
+
+    Parameters
+    ----------
+    dim : int
+    base : float, default 10000.0
+
+    Returns
+    -------
+    numpy.ndarray, shape (dim/2,), float32
+
+    Notes
+    -----
+    Book equation ``eq:numerics-hf-float32``.
+
+    Examples
+    --------
+    >>> transformers_inv_freq_float32(4, 100.0)
+    array([1. , 0.1], dtype=float32)
+    """
+    d = check_dim(dim)
+    b = check_base(base)
+    e = np.arange(0, d, 2, dtype=np.int64).astype(np.float32) / np.float32(d)  # float32 2i/d
+    pw = (np.float64(b) ** e.astype(np.float64)).astype(np.float32)  # [eq:numerics-hf-float32]
+    return (np.float32(1.0) / pw).astype(np.float32)
+
+
+def _pipeline_args(positions, dim, base):
+    return as_positions(positions), check_dim(dim), check_base(base)
+
+
+def cos_sin_float64_naive(positions, *, dim: int, base: float = 10000.0):
+    r"""The plain float64 table: ``theta = base**(-2i/d)``, ``m * theta`` and ``np.cos`` in
+    float64 (``cos_sin(..., method="fast")``).
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, dim/2), float64
+
+    Examples
+    --------
+    >>> c, s = cos_sin_float64_naive([1], dim=2)
+    >>> float(c[0, 0])
+    0.5403023058681398
+    """
+    pos, d, b = _pipeline_args(positions, dim, base)
+    return cos_sin(pos, dim=d, base=b)
+
+
+def cos_sin_transformers_float32(
+    positions, *, dim: int, base: float = 10000.0, table_dtype: str = "float32"
+):
+    r"""Tables as transformers' rotary module computes them: float32 frequencies, one float32
+    rounding of ``m * theta``, float32 cos/sin, then a cast to the model dtype.
+
+    Parameters
+    ----------
+    positions : array_like, shape (seq,)
+    dim : int
+    base : float, default 10000.0
+    table_dtype : {"float32", "bfloat16", "float16"}, default "float32"
+        The dtype the tables are cast to (``x.dtype`` in transformers).
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, dim/2)
+        float32 (also for bfloat16 values) or float16.
+
+    Notes
+    -----
+    Book equations ``eq:numerics-hf-float32`` and ``eq:numerics-table-cast``. NumPy's float32
+    cos/sin (at most about 1.5 ulp) stand in for torch's (about 0.6 ulp): the tables agree
+    with torch's to 1-2 float32 ulp, not bit for bit.
+
+    Examples
+    --------
+    >>> c, s = cos_sin_transformers_float32([1, 2], dim=4, table_dtype="bfloat16")
+    >>> c.dtype, float(c[1, 0])
+    (dtype('float32'), -0.416015625)
+    """
+    pos, d, b = _pipeline_args(positions, dim, base)
+    check_choice(table_dtype, "table_dtype", tuple(FORMATS))
+    inv = transformers_inv_freq_float32(d, b)
+    ang = pos.astype(np.float32)[:, None] * inv[None, :]  # [eq:numerics-hf-float32]
+    c, s = np.cos(ang), np.sin(ang)
+    if table_dtype == "float32":
+        return c, s
+    return round_to(c, table_dtype), round_to(s, table_dtype)  # [eq:numerics-table-cast]
+
+
+def cos_sin_bf16_angles(positions, *, dim: int, base: float = 10000.0):
+    r"""Angles rounded to bfloat16 before float32 cos/sin (the product run under bf16
+    autocast, or an angle buffer kept in the model dtype).
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, dim/2), float32
+
+    Notes
+    -----
+    Book equation ``eq:numerics-bf16-angles``.
+
+    Examples
+    --------
+    >>> c, s = cos_sin_bf16_angles([257], dim=2)  # 257 is not a bfloat16 number: angle 256
+    >>> bool(c[0, 0] == np.cos(np.float32(256.0)))
+    True
+    """
+    pos, d, b = _pipeline_args(positions, dim, base)
+    inv = transformers_inv_freq_float32(d, b)
+    ang = round_to(pos.astype(np.float32)[:, None] * inv[None, :], "bfloat16")
+    return np.cos(ang), np.sin(ang)  # [eq:numerics-bf16-angles]
+
+
+def cos_sin_bf16_inv_freq(positions, *, dim: int, base: float = 10000.0):
+    r"""float32 tables built from frequencies that were cast to bfloat16 (``model.to(bf16)``
+    casting the ``inv_freq`` buffer).
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, dim/2), float32
+
+    Notes
+    -----
+    Book equation ``eq:numerics-bf16-inv-freq``.
+
+    Examples
+    --------
+    >>> c, s = cos_sin_bf16_inv_freq([1], dim=4, base=100.0)  # 0.1 becomes 0.10009765625
+    >>> round(float(s[0, 1]), 6)
+    0.099931
+    """
+    pos, d, b = _pipeline_args(positions, dim, base)
+    inv = round_to(transformers_inv_freq_float32(d, b), "bfloat16")
+    ang = pos.astype(np.float32)[:, None] * inv[None, :]  # [eq:numerics-bf16-inv-freq]
+    return np.cos(ang), np.sin(ang)
+
+
+_RECURRENCE_BLOCK = 4096
+
+
+def cos_sin_recurrence(
+    positions, *, dim: int, base: float = 10000.0, dtype: str = "float32"
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Tables built incrementally by angle addition: :math:`z_0 = 1`,
+    :math:`z_{m+1} = z_m w` with :math:`w = \cos\theta + i\sin\theta` rounded to ``dtype``
+    and every complex product rounded to ``dtype``.
+
+    Parameters
+    ----------
+    positions : array_like of non-negative integers, shape (seq,)
+        The recurrence runs from 0 to ``max(positions)``; cost is linear in that maximum.
+    dim : int
+    base : float, default 10000.0
+    dtype : {"float32", "float64"}, default "float32"
+        float32 starts from transformers' float32 frequencies, float64 from
+        ``base**(-2i/d)`` in float64.
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, dim/2), of ``dtype``
+
+    Notes
+    -----
+    Book equation ``eq:numerics-recurrence``. The error of :math:`z_m` grows linearly in
+    :math:`m` (the rounding of :math:`w` repeats every step), and :math:`|z_m|` drifts from 1.
+
+    Examples
+    --------
+    >>> c, s = cos_sin_recurrence([0, 1, 2], dim=2, dtype="float64")
+    >>> bool(np.allclose(c[:, 0], np.cos([0, 1, 2]), atol=1e-15))
+    True
+    """
+    pos, d, b = _pipeline_args(positions, dim, base)
+    check_choice(dtype, "dtype", ("float32", "float64"))
+    if np.any(pos < 0) or np.any(pos != np.rint(pos)):
+        raise ValueError("positions must be non-negative integers for the recurrence")
+    if dtype == "float32":
+        theta = transformers_inv_freq_float32(d, b).astype(np.float64)
+        ctype = np.complex64
+    else:
+        theta = b ** (-(2.0 * np.arange(d // 2)) / d)
+        ctype = np.complex128
+    w = (np.cos(theta) + 1j * np.sin(theta)).astype(ctype)  # w rounded to dtype
+    top = int(pos.max()) if pos.size else 0
+    want = pos.astype(np.int64)
+    order = np.argsort(want, kind="stable")
+    cos = np.empty((pos.shape[0], d // 2), dtype=dtype)
+    sin = np.empty_like(cos)
+    z = np.ones(d // 2, dtype=ctype)
+    j = 0
+    for start in range(0, top + 1, _RECURRENCE_BLOCK):
+        n = min(_RECURRENCE_BLOCK, top + 1 - start)
+        blk = np.empty((n, d // 2), dtype=ctype)
+        blk[0] = z
+        blk[1:] = w
+        np.multiply.accumulate(blk, axis=0, out=blk)  # [eq:numerics-recurrence]
+        z = blk[-1] * w
+        while j < order.size and want[order[j]] < start + n:
+            row = blk[want[order[j]] - start]
+            cos[order[j]], sin[order[j]] = row.real, row.imag
+            j += 1
+    return cos, sin
+
+
+def _accurate(positions, *, dim, base):
+    return cos_sin(positions, dim=dim, base=base, method="accurate")
+
+
+#: Named pipelines: ``name -> fn(positions, *, dim, base)`` returning ``(cos, sin)``.
+PIPELINES = {
+    "accurate": _accurate,
+    "float64": cos_sin_float64_naive,
+    "transformers-float32": cos_sin_transformers_float32,
+    "float32-table-bf16": lambda p, *, dim, base: cos_sin_transformers_float32(
+        p, dim=dim, base=base, table_dtype="bfloat16"
+    ),
+    "float32-table-fp16": lambda p, *, dim, base: cos_sin_transformers_float32(
+        p, dim=dim, base=base, table_dtype="float16"
+    ),
+    "bf16-angles": cos_sin_bf16_angles,
+    "bf16-inv-freq": cos_sin_bf16_inv_freq,
+    "recurrence-float32": lambda p, *, dim, base: cos_sin_recurrence(
+        p, dim=dim, base=base, dtype="float32"
+    ),
+    "recurrence-float64": lambda p, *, dim, base: cos_sin_recurrence(
+        p, dim=dim, base=base, dtype="float64"
+    ),
+}
+
+
+def pipeline_cos_sin(name: str, positions, *, dim: int, base: float = 10000.0):
+    """The tables of pipeline ``name`` (one of :data:`PIPELINES`).
+
+    Examples
+    --------
+    >>> sorted(PIPELINES)[:3]
+    ['accurate', 'bf16-angles', 'bf16-inv-freq']
+    >>> c, s = pipeline_cos_sin("transformers-float32", [0, 1], dim=4)
+    >>> c.shape, c.dtype
+    ((2, 2), dtype('float32'))
+    """
+    check_choice(name, "name", tuple(PIPELINES))
+    return PIPELINES[name](positions, dim=dim, base=base)
+
+
+# -------------------------------------------------------------------------------- error model
+def error_bound(name: str, positions, *, dim: int, base: float = 10000.0) -> np.ndarray:
+    r"""Predicted bound on the absolute error of pipeline ``name``'s cos and sin entries.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`PIPELINES`.
+    positions : array_like, shape (seq,)
+    dim : int
+    base : float, default 10000.0
+
+    Returns
+    -------
+    numpy.ndarray, shape (seq, dim/2), float64
+        A bound on :math:`|\hat c - \cos m\theta_i|` and :math:`|\hat s - \sin m\theta_i|`
+        (capped at 2, which no cosine error can exceed).
+
+    Notes
+    -----
+    Book equations ``eq:numerics-bound-float32`` and ``eq:numerics-bound-recurrence``. With
+    :math:`u` the unit roundoff and :math:`a = |m|\theta_i` the angle, the float32 pipeline's
+    frequency has relative error :math:`\delta_\theta \le u(\ln b \cdot 2i/d + 3)` (exponent,
+    power and reciprocal roundings), the position :math:`\delta_m \le u` above
+    :math:`2^{24}`, the product one more :math:`u`, and float32 cos/sin add 1.5 ulp:
+    :math:`a(\delta_\theta + \delta_m + u) + 2^{-23}`. Casting the table adds half an ulp of
+    the format (:math:`2^{-9}` for bfloat16, :math:`2^{-12}` for float16); a bfloat16 angle or
+    frequency adds :math:`2^{-8} a`. The recurrence adds, per step, the rounding of :math:`w`
+    (:math:`\theta\delta_\theta + \sqrt 2 u`) and of one complex product (:math:`\sqrt 5 u`).
+    ``tests/test_numerics.py`` checks that measured errors stay below these bounds and within
+    a stated factor of them.
+
+    Examples
+    --------
+    >>> b = error_bound("transformers-float32", [0, 10**6], dim=128)
+    >>> b.shape, bool(b[1, 1] > 1e-3)
+    ((2, 64), True)
+    """
+    check_choice(name, "name", tuple(PIPELINES))
+    pos, d, b = _pipeline_args(positions, dim, base)
+    i = np.arange(d // 2)
+    theta = b ** (-(2.0 * i) / d)
+    a = np.abs(pos)[:, None] * theta[None, :]  # exact angle (seq, d/2)
+    lnb = math.log(b) * (2.0 * i / d)
+    d32 = _U32 * (lnb + 3.0)  # relative error of transformers' float32 theta
+    d64 = _U64 * (lnb + 2.0)  # relative error of base**(-2i/d) in float64
+    dm = np.where(np.abs(pos) >= 2.0**24, _U32, 0.0)[:, None]  # float32 position rounding
+    f32 = a * (d32 + dm + _U32) + _LIBM32  # [eq:numerics-bound-float32]
+    m = np.abs(pos)[:, None]
+    bounds = {
+        "accurate": np.full_like(a, 2.0**-52),
+        "float64": a * (d64 + _U64) + 2.0**-52,
+        "transformers-float32": f32,
+        "float32-table-bf16": f32 + _UBF16 / 2,  # [eq:numerics-table-cast]
+        "float32-table-fp16": f32 + _UF16 / 2,
+        "bf16-angles": f32 + _UBF16 * a,
+        "bf16-inv-freq": f32 + _UBF16 * a,
+        "recurrence-float32": m * (theta * d32 + _CMUL * _U32) + _LIBM32,
+        "recurrence-float64": m * (theta * d64 + _CMUL * _U64) + 2.0**-52,
+    }
+    return np.minimum(bounds[name], 2.0)  # [eq:numerics-bound-recurrence]
+
+
+# ------------------------------------------------------------------------ relative property
+def _scores(c_q, s_q, c_k, s_k, q, k, rotated_dtype):
+    """<R_m q, R_n k> for rows of tables at m (c_q, s_q) and n (c_k, s_k), pairs (i, i+d/2)."""
+    h = q.shape[0] // 2
+    q1, q2, k1, k2 = q[:h], q[h:], k[:h], k[h:]
+    rq1, rq2 = q1 * c_q - q2 * s_q, q1 * s_q + q2 * c_q
+    rk1, rk2 = k1 * c_k - k2 * s_k, k1 * s_k + k2 * c_k
+    if rotated_dtype != "float64":
+        rq1, rq2, rk1, rk2 = (
+            round_to(v, rotated_dtype).astype(np.float64) for v in (rq1, rq2, rk1, rk2)
+        )
+    return np.sum(rq1 * rk1 + rq2 * rk2, axis=-1)
+
+
+def relative_drift(
+    name: str,
+    positions,
+    offset: int,
+    q,
+    k,
+    *,
+    dim: int | None = None,
+    base: float = 10000.0,
+    against: str = "shift",
+    rotated_dtype: str = "float64",
+) -> np.ndarray:
+    r"""How far pipeline ``name`` breaks the relative-position property of RoPE.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`PIPELINES`.
+    positions : array_like, shape (n,)
+        Query positions :math:`m` (non-negative integers for the recurrences).
+    offset : int
+        Relative position :math:`r` (key minus query), ``m + r >= 0``.
+    q, k : array_like, shape (d,)
+        Query and key (half pairing: feature ``i`` with ``i + d/2``).
+    dim : int, optional
+        Defaults to ``len(q)``.
+    base : float, default 10000.0
+    against : {"shift", "exact"}, default "shift"
+        ``"shift"``: :math:`|S(m, m+r) - S(0, r)|` with both scores from the pipeline's
+        tables (the property itself); ``"exact"``: :math:`|S(m, m+r) - S^*(0, r)|` against
+        exact RoPE, which also sees errors that are the same at every position.
+    rotated_dtype : {"float64", "float32", "bfloat16", "float16"}, default "float64"
+        Format the rotated q and k are rounded to before the float64 dot product.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,), float64
+
+    Notes
+    -----
+    Book equation ``eq:numerics-drift``:
+    :math:`S(m, n) = \langle R_m q, R_n k\rangle`, exactly :math:`S(0, n - m)` for exact
+    tables.
+
+    Examples
+    --------
+    >>> q = k = np.ones(8) / np.sqrt(8)
+    >>> bool(relative_drift("accurate", [0, 1000], 5, q, k).max() < 1e-15)
+    True
+    """
+    check_choice(name, "name", tuple(PIPELINES))
+    check_choice(against, "against", ("shift", "exact"))
+    check_choice(rotated_dtype, "rotated_dtype", ("float64", *FORMATS))
+    qa = as_float_array(q, "q", ndim=1).astype(np.float64)
+    ka = as_float_array(k, "k", ndim=1).astype(np.float64)
+    if qa.shape != ka.shape:
+        raise ValueError(f"q and k must have the same shape, got {qa.shape} and {ka.shape}")
+    d = check_dim(qa.shape[0] if dim is None else dim)
+    if qa.shape[0] != d:
+        raise ValueError(f"q and k must have dim={d} entries, got {qa.shape[0]}")
+    pos = as_positions(positions)
+    r = check_real(offset, "offset")
+    if pos.size and np.min(pos + r) < 0:
+        raise ValueError("positions + offset must be non-negative")
+    fn = PIPELINES[name]
+    cm, sm = (v.astype(np.float64) for v in fn(pos, dim=d, base=base))
+    cn, sn = (v.astype(np.float64) for v in fn(pos + r, dim=d, base=base))
+    ref = PIPELINES["accurate" if against == "exact" else name]
+    c0, s0 = (v.astype(np.float64) for v in ref(np.array([0.0, r]), dim=d, base=base))
+    s_mn = _scores(cm, sm, cn, sn, qa, ka, rotated_dtype)  # [eq:numerics-drift]
+    s_0r = _scores(c0[:1], s0[:1], c0[1:], s0[1:], qa, ka, rotated_dtype)
+    return np.abs(s_mn - s_0r)
