@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ._checks import as_positions, check_base, check_dim, check_pairing, check_positive
+from .numerics import round_to
 
 __all__ = ["DEFAULT_TOLERANCE", "PRECISIONS", "RopeReport", "check_rope"]
 
@@ -272,19 +273,12 @@ def _matrices(call: _Caller, positions: np.ndarray, dim: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# low-precision rounding (local: the checker must not depend on a torch-free numerics module)
+# low-precision rounding
 
 
-def _round_to(x: np.ndarray, fmt: str) -> np.ndarray:
-    """Round float64 values to float16 or bfloat16 (nearest even) and back to float64."""
-    x = np.asarray(x, dtype=np.float64)
-    if fmt == "float16":
-        return x.astype(np.float16).astype(np.float64)
-    if fmt == "float32":
-        return x.astype(np.float32).astype(np.float64)
-    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+def _round_to(x, fmt: str) -> np.ndarray:
+    """Round to float32/float16/bfloat16 (nearest even, refimpl.numerics) and back to float64."""
+    return np.asarray(round_to(x, fmt), dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------------

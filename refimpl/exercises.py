@@ -24,6 +24,7 @@ import numpy as np
 from ._checks import check_base, check_dim, check_pairing, check_positive, check_positive_int
 from .absolute import sinusoidal
 from .check import check_rope
+from .numerics import round_to
 from .rotary import apply_rope
 from .rotary import inv_freq as _inv_freq
 
@@ -547,6 +548,4 @@ def grade_alibi_slopes(answer, *, n_heads: int, rtol: float = DEFAULT_RTOL) -> G
 
 def _bf16(x: np.ndarray) -> np.ndarray:
     """Round to bfloat16 (nearest even), back to float64."""
-    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    return np.asarray(round_to(x, "bfloat16"), dtype=np.float64)
