@@ -166,8 +166,12 @@ class RopeReport:
             f"RoPE check: {verdict}",
             f"  pairing            {self.pairing}",
             f"  direction          {direction[self.direction]}",
-            f"  rotary_dim         {self.rotary_dim} of {self.dim} features"
-            + _describe_features(self.rotated_features),
+            (
+                f"  rotary_dim         {self.rotary_dim} of {self.dim} features"
+                + _describe_features(self.rotated_features)
+                if self.rotary_dim
+                else "  rotary_dim         n/a (not read)"
+            ),
             f"  frequencies        {freq}",
             f"  base               {_fmt(self.base)}",
             f"  index origin       {_fmt(self.index_origin)}",
