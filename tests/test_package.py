@@ -72,3 +72,33 @@ def test_bibliography_parses_without_duplicate_keys():
     assert len(keys) == len(set(keys)), "duplicate keys in references.bib"
     db = pybtex.parse_string(text, "bibtex")
     assert set(db.entries) == set(keys)
+
+
+# Pages that are reference material rather than chapters (no exercises expected).
+NOT_CHAPTERS = {"book/intro", "book/api", "book/glossary", "book/bibliography", "book/exercises"}
+
+
+def _toc_files():
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf8")
+    return re.findall(r"file:\s*(\S+)", toc) + [re.search(r"root:\s*(\S+)", toc).group(1)]
+
+
+def test_every_toc_entry_exists_and_every_page_is_in_the_toc():
+    files = set(_toc_files())
+    for f in files:
+        assert (ROOT / f"{f}.md").is_file(), f"_toc.yml lists {f} but {f}.md does not exist"
+    pages = {p.relative_to(ROOT).with_suffix("").as_posix() for p in (ROOT / "book").rglob("*.md")}
+    assert pages - files == set(), f"pages not in _toc.yml: {sorted(pages - files)}"
+
+
+def test_every_chapter_has_at_least_two_exercises_with_solutions():
+    exercise = re.compile(r"^`{3,}\{exercise(?:-start)?\}.*\n:label:\s*(\S+)", re.M)
+    solution = re.compile(r"^`{3,}\{solution(?:-start)?\}\s*(\S+)", re.M)
+    for f in _toc_files():
+        if f in NOT_CHAPTERS:
+            continue
+        text = (ROOT / f"{f}.md").read_text(encoding="utf8")
+        labels = exercise.findall(text)
+        assert len(labels) >= 2, f"{f}: {len(labels)} exercise(s), expected at least 2"
+        solved = set(solution.findall(text))
+        assert set(labels) <= solved, f"{f}: exercises without a solution: {set(labels) - solved}"
