@@ -51,9 +51,7 @@ def eval_one(params, enc_for_len, task):
 def scaled(rope, method, length):
     key, extra = METHODS[method]
     factor = max(1.0, length / C.TRAIN_LEN)
-    if (
-        key == "dynamic"
-    ):  # the factor is the length ratio at run time: s * l / L - (s - 1) with s = 1
+    if key == "dynamic":  # configured s = 1: the NTK scale is s * l / L - (s - 1) = l / L
         factor = 1.0
     kw = C.scaling_call_kwargs(
         key, factor=factor, original_max_position=C.TRAIN_LEN, max_position=C.TRAIN_LEN
@@ -65,14 +63,6 @@ def main() -> None:
     started = time.perf_counter()
     doc = C.header("rope_extension")
     doc["fine_tune"] = {"length": FT_LEN, "steps": FT_STEPS, "factor": FT_FACTOR, "lr": 1e-3}
-    have_scaling = C.scaling_available()
-    if not have_scaling:
-        doc["pending"].append(
-            {
-                "methods": [*METHODS, "finetune-linear"],
-                "reason": "refimpl.scaling not merged yet",
-            }
-        )
     for task in TASKS:
         rope = make_encoding(
             "rope",
@@ -82,19 +72,17 @@ def main() -> None:
         )
         params, _ = train(C.MODEL, rope, C.train_config(task))
         rows = [("none", eval_one(params, lambda n, e=rope: e, task))]
-        if have_scaling:
-            for method in METHODS:
-                rows.append(
-                    (method, eval_one(params, lambda n, m=method, e=rope: scaled(e, m, n), task))
-                )
+        for method in METHODS:
+            rows.append(
+                (method, eval_one(params, lambda n, m=method, e=rope: scaled(e, m, n), task))
+            )
         # a short fine-tune at the longer length, without and with position interpolation
         ft = C.train_config(task, seq_len=FT_LEN, steps=FT_STEPS, lr=1e-3, seed=C.SEED + 1)
         p_plain, _ = train(C.MODEL, rope, ft, params=params)
         rows.append(("finetune", eval_one(p_plain, lambda n, e=rope: e, task)))
-        if have_scaling:
-            pi = rope.with_scaling("linear", **C.scaling_call_kwargs("linear", factor=FT_FACTOR))
-            p_pi, _ = train(C.MODEL, pi, ft, params=params)
-            rows.append(("finetune-linear", eval_one(p_pi, lambda n, e=pi: e, task)))
+        pi = rope.with_scaling("linear", **C.scaling_call_kwargs("linear", factor=FT_FACTOR))
+        p_pi, _ = train(C.MODEL, pi, ft, params=params)
+        rows.append(("finetune-linear", eval_one(p_pi, lambda n, e=pi: e, task)))
         for method, ev in rows:
             doc["results"].append(C.rounded({"task": task, "method": method, "eval": ev}))
             print(f"{task:9s} {method:22s} " + " ".join(f"{e['acc']:.3f}" for e in ev), flush=True)
