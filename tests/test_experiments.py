@@ -290,6 +290,7 @@ def test_result_files_match_their_schema(path):
         doc["command"].endswith(f"experiments/{path.stem}.py")
         or f"{path.stem}.py" in doc["command"]
     )
+    assert doc["pending"] == [], "every part of every experiment has real results"
     for row in doc["results"]:
         for ev in row.get("eval", []):
             assert 0.0 <= ev["acc"] <= 1.0
