@@ -172,6 +172,15 @@ def plot_wrong_pairing(positions, errors):
 # --- Part "What the encodings do" (trained toy models; reads experiments/results/*.json) ---
 
 
+_EXP_MARKERS = "osD^v<>Px*"
+_EXP_STYLES = ("-", "--", "-.", ":")
+
+
+def _exp_style(i: int) -> dict:
+    """Marker and line style of the i-th curve (distinct even where colours repeat)."""
+    return {"marker": _EXP_MARKERS[i % len(_EXP_MARKERS)], "ls": _EXP_STYLES[(i // 3) % 4]}
+
+
 def beyond(ev: dict) -> float:
     """Accuracy on the positions never seen in training (all positions at the training length)."""
     return ev["acc"] if ev["acc_beyond"] is None else ev["acc_beyond"]
@@ -186,16 +195,15 @@ def plot_length_generalisation(doc: dict):
     axes = np.atleast_1d(axes)
     train_len = doc["training"]["seq_len"]
     for ax, task in zip(axes, tasks, strict=True):
-        for r in doc["results"]:
-            if r["task"] != task:
-                continue
+        sel = [r for r in doc["results"] if r["task"] == task]
+        for i, r in enumerate(sel):
             lengths = [e["length"] for e in r["eval"]]
-            ax.plot(lengths, [beyond(e) for e in r["eval"]], marker="o", label=r["encoding"])
+            ax.plot(lengths, [beyond(e) for e in r["eval"]], label=r["encoding"], **_exp_style(i))
         ax.axvline(train_len, color="grey", lw=1, ls=":")
         ax.set_xscale("log", base=2)
         ax.set_title(f"task: {task}")
         ax.set_xlabel("evaluation length (tokens)")
-    axes[0].set_ylabel("accuracy beyond training length")
+    axes[0].set_ylabel(f"accuracy beyond {train_len} tokens (fraction)")
     axes[-1].legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
@@ -204,13 +212,13 @@ def plot_length_generalisation(doc: dict):
 def plot_method_curves(rows: list, key: str, title: str, train_len: int):
     """Accuracy against evaluation length, one line per value of ``row[key]``."""
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    for r in rows:
-        ax.plot([e["length"] for e in r["eval"]], [beyond(e) for e in r["eval"]], marker="o",
-                label=str(r[key]))
+    for i, r in enumerate(rows):
+        ax.plot([e["length"] for e in r["eval"]], [beyond(e) for e in r["eval"]],
+                label=str(r[key]), **_exp_style(i))
     ax.axvline(train_len, color="grey", lw=1, ls=":")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("evaluation length (tokens)")
-    ax.set_ylabel("accuracy beyond training length")
+    ax.set_ylabel(f"accuracy beyond {train_len} tokens (fraction)")
     ax.set_title(title)
     ax.legend(title=key, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
@@ -223,8 +231,8 @@ def plot_attention_maps(maps: list):
     for ax, m in zip(axes, maps, strict=True):
         im = ax.imshow(m["weights"], cmap="viridis", vmin=0, vmax=1)
         ax.set_title(f"L={m['length']} layer {m['layer']} head {m['head']}", fontsize=9)
-        ax.set_xlabel("key position")
-        ax.set_ylabel("query position")
+        ax.set_xlabel("key position (token index)")
+        ax.set_ylabel("query position (token index)")
     fig.colorbar(im, ax=axes.tolist(), shrink=0.8, label="attention weight")
     return fig
 
@@ -236,9 +244,10 @@ def plot_entropy(doc: dict):
     methods = list(dict.fromkeys(r["method"] for r in rows))
     fig, axes = plt.subplots(1, len(heads), figsize=(3.4 * len(heads), 3.4), sharey=True)
     for ax, (layer, head) in zip(axes, heads, strict=True):
-        for method in methods:
+        for i, method in enumerate(methods):
             sel = [r for r in rows if r["method"] == method and (r["layer"], r["head"]) == (layer, head)]
-            ax.plot([r["length"] for r in sel], [r["entropy"] for r in sel], marker="o", label=method)
+            ax.plot([r["length"] for r in sel], [r["entropy"] for r in sel], label=method,
+                    **_exp_style(i))
         uni = [r for r in rows if r["method"] == methods[0] and (r["layer"], r["head"]) == (layer, head)]
         ax.plot([r["length"] for r in uni], [r["uniform_entropy"] for r in uni], "k--", lw=1,
                 label="uniform")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pathlib
 import time
@@ -10,10 +9,13 @@ import time
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # one thread: bit-for-bit reproducible on the same machine
 
+import inspect  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 from refimpl.experiments import ModelConfig, TrainConfig  # noqa: E402
 from refimpl.experiments.results import command_line, versions, write_result  # noqa: E402
+from refimpl.scaling import ROPE_SCALINGS  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 MODEL = ModelConfig(vocab=64, d_model=32, n_heads=2, n_layers=2)  # head width 16
@@ -24,8 +26,6 @@ SEED = 0
 EVAL_SEED = 12345
 N_EVAL = 64
 
-# Encodings whose module is written on another branch: run them only when it is present.
-NEEDS = {"alibi": "refimpl.bias", "t5": "refimpl.bias", "xpos": "refimpl.xpos"}
 # Settings of each encoding at this scale (documented in the book).
 ENCODING_KWARGS = {
     "learned": {},
@@ -34,11 +34,6 @@ ENCODING_KWARGS = {
     "xpos": {"base": 10000.0, "scale_base": 32.0},
     "t5": {"num_buckets": 16, "max_distance": 32},
 }
-
-
-def available(module: str) -> bool:
-    """Whether ``module`` can be imported (False for parts not merged yet)."""
-    return importlib.util.find_spec(module) is not None
 
 
 def train_config(task: str, **overrides) -> TrainConfig:
@@ -86,20 +81,11 @@ def rounded(x, nd: int = 6):
     return x
 
 
-def scaling_available() -> bool:
-    """Whether the scaling registry (refimpl.scaling.ROPE_SCALINGS) is merged."""
-    return available("refimpl.scaling")
-
-
 def scaling_call_kwargs(method: str, **candidates) -> dict:
     """The subset of ``candidates`` that the registry function of ``method`` accepts.
 
     The registry shares parameter names across methods (DESIGN.md) but each method takes only
     some of them (linear has no ``original_max_position``); this keeps one call site for all.
     """
-    import inspect
-
-    from refimpl.scaling import ROPE_SCALINGS
-
     accepted = inspect.signature(ROPE_SCALINGS[method]).parameters
     return {k: v for k, v in candidates.items() if k in accepted}

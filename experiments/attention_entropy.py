@@ -56,29 +56,21 @@ def main() -> None:
     )
     params, _ = train(C.MODEL, rope, C.train_config(TASK))
     methods = {"none": lambda n: rope}
-    if C.scaling_available():
 
-        def yarn(n, temp):
-            kw = C.scaling_call_kwargs(
-                "yarn", factor=max(1.0, n / C.TRAIN_LEN), original_max_position=C.TRAIN_LEN
-            )
-            return rope.with_scaling("yarn", **kw, **({} if temp else {"attention_scaling": 1.0}))
-
-        def linear(n):
-            return rope.with_scaling(
-                "linear", **C.scaling_call_kwargs("linear", factor=max(1.0, n / C.TRAIN_LEN))
-            )
-
-        methods["linear"] = linear
-        methods["yarn"] = lambda n: yarn(n, True)
-        methods["yarn-no-temperature"] = lambda n: yarn(n, False)
-    else:
-        doc["pending"].append(
-            {
-                "methods": ["linear", "yarn", "yarn-no-temperature"],
-                "reason": "refimpl.scaling not merged yet",
-            }
+    def yarn(n, temp):
+        kw = C.scaling_call_kwargs(
+            "yarn", factor=max(1.0, n / C.TRAIN_LEN), original_max_position=C.TRAIN_LEN
         )
+        return rope.with_scaling("yarn", **kw, **({} if temp else {"attention_scaling": 1.0}))
+
+    def linear(n):
+        return rope.with_scaling(
+            "linear", **C.scaling_call_kwargs("linear", factor=max(1.0, n / C.TRAIN_LEN))
+        )
+
+    methods["linear"] = linear
+    methods["yarn"] = lambda n: yarn(n, True)
+    methods["yarn-no-temperature"] = lambda n: yarn(n, False)
     doc["maps"] = []
     for method, enc_for in methods.items():
         for length in C.EVAL_LENGTHS:

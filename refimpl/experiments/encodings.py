@@ -24,7 +24,10 @@ import numpy as np
 
 from .._checks import check_base, check_choice, check_dim, check_positive, check_positive_int
 from ..absolute import sinusoidal
-from ..rotary import apply_rope, inv_freq
+from ..bias import alibi_bias, alibi_slopes, t5_bias, t5_relative_position_bucket
+from ..rotary import apply_rope, inv_freq, pair_indices
+from ..scaling import ROPE_SCALINGS
+from ..xpos import apply_xpos, xpos_scale
 
 __all__ = [
     "ENCODINGS",
@@ -194,8 +197,6 @@ class RoPE(PositionalEncoding):
         is passed as ``seq_len`` at every call. ``attention_scaling`` may be overridden with
         ``attention_scaling=1.0`` to switch a method's temperature off.
         """
-        from ..scaling import ROPE_SCALINGS  # lazy: written on another branch
-
         check_choice(method, "method", tuple(ROPE_SCALINGS))
         fn = ROPE_SCALINGS[method]
         override = kwargs.pop("attention_scaling", None)
@@ -237,12 +238,14 @@ class RoPE(PositionalEncoding):
 
 
 class XPos(PositionalEncoding):
-    r"""xPos: RoPE with a per-pair exponential scale, :math:`q'_m = \zeta^{m/B} R_m q_m`,
-    :math:`k'_n = \zeta^{-n/B} R_n k_n` (scales from :func:`refimpl.xpos.xpos_scale`).
+    r"""xPos: RoPE with a per-pair exponential scale, :math:`q'_m = \zeta^{(m-c)/B} R_m q_m`,
+    :math:`k'_n = \zeta^{-(n-c)/B} R_n k_n` (:func:`refimpl.xpos.apply_xpos`, half pairing).
 
-    The backward pass is the transpose: :math:`\partial L/\partial q_m = \zeta^{m/B} R_{-m}
-    \partial L/\partial q'_m` and :math:`\partial L/\partial k_n = \zeta^{-n/B} R_{-n}
-    \partial L/\partial k'_n` (the scale is diagonal and commutes with the rotation).
+    The offset :math:`c = \lfloor T/2 \rfloor` (``scale_offset``, as rotary-embedding-torch)
+    cancels in every score and keeps the factors near 1. The backward pass is the transpose:
+    :math:`\partial L/\partial q_m = \zeta^{(m-c)/B} R_{-m}\,\partial L/\partial q'_m` and
+    :math:`\partial L/\partial k_n = \zeta^{-(n-c)/B} R_{-n}\,\partial L/\partial k'_n`
+    (the scale is the same on both features of a pair, so it commutes with the rotation).
     """
 
     name = "xpos"
@@ -255,28 +258,37 @@ class XPos(PositionalEncoding):
         self.scale_base = check_positive(scale_base, "scale_base")
         self.gamma = check_positive(gamma, "gamma")
 
-    def _scales(self, positions):
-        from ..xpos import xpos_scale  # lazy: written on another branch
+    @staticmethod
+    def _offset(positions) -> float:
+        return float(len(positions) // 2)
 
-        z = np.asarray(
-            xpos_scale(positions, self.head_dim, scale_base=self.scale_base, gamma=self.gamma)
-        )
-        z = np.concatenate([z, z], axis=-1)  # (T, dh): pair i scales features i and i + dh/2
-        return z, 1.0 / z
+    def _scales(self, positions):
+        """Per-feature factors ``(T, dh)`` of queries (``up``) and keys (``down = 1/up``)."""
+        pos = np.asarray(positions, dtype=np.float64) - self._offset(positions)
+        z = xpos_scale(pos, self.head_dim, scale_base=self.scale_base, gamma=self.gamma)
+        first, second = pair_indices(self.head_dim, "half")
+        up = np.empty((pos.shape[0], self.head_dim))
+        up[:, first] = z  # (T, dh/2) -> both features of each pair
+        up[:, second] = z
+        return up, 1.0 / up
 
     def rotate(self, q, k, positions):
-        up, down = self._scales(positions)
-        f = inv_freq(self.head_dim, self.base)
-        rq = apply_rope(q, positions, inv_freq=f) * up  # [eq:exp-xpos-forward]
-        rk = apply_rope(k, positions, inv_freq=f) * down
-        return rq, rk
+        return apply_xpos(  # [eq:exp-xpos-forward]
+            q,
+            k,
+            positions,
+            base=self.base,
+            scale_base=self.scale_base,
+            gamma=self.gamma,
+            scale_offset=self._offset(positions),
+        )
 
     def rotate_backward(self, dq, dk, positions):
         up, down = self._scales(positions)
         f = inv_freq(self.head_dim, self.base)
         neg = -np.asarray(positions, dtype=np.float64)
-        gq = apply_rope(dq * up, neg, inv_freq=f)  # [eq:exp-xpos-backward]
-        gk = apply_rope(dk * down, neg, inv_freq=f)
+        gq = apply_rope(dq, neg, inv_freq=f) * up  # [eq:exp-xpos-backward]
+        gk = apply_rope(dk, neg, inv_freq=f) * down
         return gq, gk
 
     def describe(self):
@@ -285,28 +297,46 @@ class XPos(PositionalEncoding):
             "base": self.base,
             "scale_base": self.scale_base,
             "gamma": self.gamma,
+            "scale_offset": "floor(seq_len / 2)",
         }
 
 
 class ALiBi(PositionalEncoding):
     r"""ALiBi: a fixed bias :math:`-m_h (i - j)` on the causal logits.
 
-    The bias comes from :func:`refimpl.bias.alibi_bias` (paper form, causal).
+    The bias is :func:`refimpl.bias.alibi_bias` (paper form, ``causal=True``: ``-inf`` on
+    future keys, which the model's causal mask also removes) with the slopes of
+    :func:`refimpl.bias.alibi_slopes`; it has no trainable parameters.
     """
 
     name = "alibi"
 
-    def bias(self, params, seq_len, n_heads):
-        from ..bias import alibi_bias  # lazy: written on another branch
+    def __init__(self):
+        self._cache: dict[tuple[int, int], np.ndarray] = {}
 
-        return np.asarray(alibi_bias(n_heads, seq_len, seq_len, causal=True), dtype=np.float64)
+    def bias(self, params, seq_len, n_heads):
+        key = (n_heads, seq_len)
+        if key not in self._cache:
+            self._cache[key] = alibi_bias(n_heads, seq_len, causal=True)  # [eq:exp-alibi-bias]
+        return self._cache[key]
+
+    def describe(self):
+        return {"name": self.name, "slopes": "alibi_slopes(n_heads)"}
+
+    @staticmethod
+    def slopes(n_heads: int) -> np.ndarray:
+        """The head slopes :math:`m_h` (:func:`refimpl.bias.alibi_slopes`)."""
+        return alibi_slopes(n_heads)
 
 
 class T5Bias(PositionalEncoding):
     """T5 relative bias: a trained scalar per (bucket, head), bucket of ``key - query``.
 
-    Buckets come from :func:`refimpl.bias.t5_relative_position_bucket` (causal:
-    ``bidirectional=False``); the table has shape ``(num_buckets, n_heads)``.
+    The forward bias is :func:`refimpl.bias.t5_bias` (causal: ``bidirectional=False``, so
+    every past distance has its own or a log-spaced bucket and future keys share bucket 0,
+    which the causal mask removes); the table has shape ``(num_buckets, n_heads)``. The
+    backward pass scatters ``dL/dbias`` back into the table by the same buckets of
+    :func:`refimpl.bias.t5_relative_position_bucket` (relative position = key - query).
     """
 
     name = "t5"
@@ -322,8 +352,6 @@ class T5Bias(PositionalEncoding):
     def buckets(self, seq_len: int) -> np.ndarray:
         """Bucket index of every (query, key) pair, ``(seq, seq)`` int."""
         if seq_len not in self._buckets:
-            from ..bias import t5_relative_position_bucket  # lazy: written on another branch
-
             pos = np.arange(seq_len)
             rel = pos[None, :] - pos[:, None]  # key - query
             b = t5_relative_position_bucket(
@@ -336,8 +364,14 @@ class T5Bias(PositionalEncoding):
         return self._buckets[seq_len]
 
     def bias(self, params, seq_len, n_heads):
-        b = self.buckets(seq_len)
-        return np.moveaxis(params["pe.t5"][b], -1, 0)  # [eq:exp-t5-gather]  (H, T, T)
+        return t5_bias(  # [eq:exp-t5-gather]  (H, T, T)
+            params["pe.t5"],
+            seq_len,
+            seq_len,
+            bidirectional=False,
+            num_buckets=self.num_buckets,
+            max_distance=self.max_distance,
+        )
 
     def bias_grad(self, params, dbias):
         b = self.buckets(dbias.shape[-1])
