@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import as_float_array, as_positions, check_choice, check_pairing
+from .numerics import transformers_float32_forward
 from .rotary import apply_rope, cos_sin
 from .rotary import inv_freq as _default_inv_freq
 from .scaling import scale_frequencies, transformers_float32_frequencies
@@ -192,13 +193,9 @@ class RopeSpec:
         pos = self._check_positions(positions)
         if precision == "float64":
             return cos_sin(pos, self.inv_freq, attention_scaling=self.attention_scaling)
-        f32 = np.float32
-        inv = self.inv_freq_float32
-        ang = (pos.astype(f32)[:, None] * inv[None, :]).astype(f32)  # [eq:config-float32-forward]
-        scale = f32(self.attention_scaling)
-        c = (np.cos(ang.astype(np.float64)).astype(f32) * scale).astype(f32)
-        s = (np.sin(ang.astype(np.float64)).astype(f32) * scale).astype(f32)
-        return c, s
+        return transformers_float32_forward(  # [eq:config-float32-forward]
+            pos, self.inv_freq_float32, self.attention_scaling
+        )
 
     def apply(self, x, positions, precision: str = "float64") -> np.ndarray:
         """Rotate queries or keys ``x`` of shape ``(..., seq, dim)`` by their positions.

@@ -26,6 +26,7 @@ from ._checks import (
     check_real,
 )
 from .rotary import cos_sin
+from .scaling import transformers_float32_frequencies
 
 __all__ = [
     "FORMATS",
@@ -40,6 +41,7 @@ __all__ = [
     "pipeline_cos_sin",
     "relative_drift",
     "round_to",
+    "transformers_float32_forward",
     "transformers_inv_freq_float32",
     "ulp_error",
 ]
@@ -268,7 +270,9 @@ def transformers_inv_freq_float32(dim: int, base: float = 10000.0) -> np.ndarray
     r"""Frequencies as transformers builds them, in float32.
 
     The exponent ``2i/d`` is rounded to float32, the power is rounded to float32 (torch's
-    float32 ``pow`` is close to correctly rounded), then the float32 reciprocal.
+    float32 ``pow`` is close to correctly rounded), then the float32 reciprocal: the
+    ``"default"`` case of :func:`refimpl.scaling.transformers_float32_frequencies`, which is
+    parity-tested against transformers.
 
     Parameters
     ----------
@@ -288,11 +292,8 @@ def transformers_inv_freq_float32(dim: int, base: float = 10000.0) -> np.ndarray
     >>> transformers_inv_freq_float32(4, 100.0)
     array([1. , 0.1], dtype=float32)
     """
-    d = check_dim(dim)
-    b = check_base(base)
-    e = np.arange(0, d, 2, dtype=np.int64).astype(np.float32) / np.float32(d)  # float32 2i/d
-    pw = (np.float64(b) ** e.astype(np.float64)).astype(np.float32)  # [eq:numerics-hf-float32]
-    return (np.float32(1.0) / pw).astype(np.float32)
+    inv = transformers_float32_frequencies("default", dim=dim, base=base).inv_freq
+    return inv  # [eq:numerics-hf-float32]
 
 
 def _pipeline_args(positions, dim, base):
@@ -317,6 +318,50 @@ def cos_sin_float64_naive(positions, *, dim: int, base: float = 10000.0):
     return cos_sin(pos, dim=d, base=b)
 
 
+def transformers_float32_forward(
+    positions, inv_freq32, attention_scaling: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""cos/sin tables with the float32 arithmetic of transformers' rotary module.
+
+    One float32 product ``float32(m) * inv_freq`` per entry, cos and sin of that float32 angle
+    rounded to float32 (computed in float64 and rounded once, which is within 1 float32 ulp of
+    torch's float32 cos/sin), then multiplied by the attention factor in float32.
+
+    Parameters
+    ----------
+    positions : array_like, shape (seq,)
+    inv_freq32 : array_like, shape (d/2,)
+        The float32 frequencies the module holds (e.g. from
+        :func:`refimpl.scaling.transformers_float32_frequencies`).
+    attention_scaling : float, default 1.0
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, d/2), float32
+
+    Notes
+    -----
+    Book equation ``eq:numerics-hf-float32``.
+
+    Examples
+    --------
+    >>> c, s = transformers_float32_forward([3], np.float32([1.0, 0.1]))
+    >>> c.dtype, float(s[0, 0]) == float(np.float32(np.sin(3.0)))
+    (dtype('float32'), True)
+    """
+    f32 = np.float32
+    pos = as_positions(positions)
+    inv = np.asarray(inv_freq32, dtype=f32)
+    scale = f32(check_real(attention_scaling, "attention_scaling"))
+    ang = (pos.astype(f32)[:, None] * inv[None, :]).astype(f32)  # [eq:numerics-hf-float32]
+    c = np.cos(ang.astype(np.float64)).astype(f32)
+    s = np.sin(ang.astype(np.float64)).astype(f32)
+    if scale != 1:
+        c = (c * scale).astype(f32)
+        s = (s * scale).astype(f32)
+    return c, s
+
+
 def cos_sin_transformers_float32(
     positions, *, dim: int, base: float = 10000.0, table_dtype: str = "float32"
 ):
@@ -338,9 +383,9 @@ def cos_sin_transformers_float32(
 
     Notes
     -----
-    Book equations ``eq:numerics-hf-float32`` and ``eq:numerics-table-cast``. NumPy's float32
-    cos/sin (at most about 1.5 ulp) stand in for torch's (about 0.6 ulp): the tables agree
-    with torch's to 1-2 float32 ulp, not bit for bit.
+    Book equations ``eq:numerics-hf-float32`` and ``eq:numerics-table-cast``. cos/sin are
+    rounded once from float64, standing in for torch's float32 cos/sin (about 0.6 ulp): the
+    tables agree with torch's to 1 float32 ulp, not bit for bit.
 
     Examples
     --------
@@ -350,9 +395,7 @@ def cos_sin_transformers_float32(
     """
     pos, d, b = _pipeline_args(positions, dim, base)
     check_choice(table_dtype, "table_dtype", tuple(FORMATS))
-    inv = transformers_inv_freq_float32(d, b)
-    ang = pos.astype(np.float32)[:, None] * inv[None, :]  # [eq:numerics-hf-float32]
-    c, s = np.cos(ang), np.sin(ang)
+    c, s = transformers_float32_forward(pos, transformers_inv_freq_float32(d, b))
     if table_dtype == "float32":
         return c, s
     return round_to(c, table_dtype), round_to(s, table_dtype)  # [eq:numerics-table-cast]
