@@ -10,11 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 import numpy as np
 
 from . import __version__
+from ._checks import check_positive_int
 from .config import PRECISIONS, RopeSpec, rope_from_config
+from .streaming import ProgressPrinter, StreamedArray, write_npz_streams
 
 
 def _describe(args) -> int:
@@ -63,15 +66,56 @@ def build_golden_tables(spec: RopeSpec, positions: np.ndarray, precision: str) -
     return {"inv_freq": inv, "cos": cos, "sin": sin}
 
 
+def stream_golden_members(
+    spec: RopeSpec, n: int, precision: str, chunk: int = 65536, progress: bool = False
+) -> dict:
+    """The members of a ``golden`` file for positions ``0 .. n-1``, tables streamed.
+
+    ``cos`` and ``sin`` are :class:`refimpl.streaming.StreamedArray` s computed by
+    ``spec.cos_sin`` on ``chunk`` positions at a time (every entry depends only on its own
+    position, so the file equals :func:`build_golden_tables` of the whole range bit for bit);
+    memory is bounded by the chunk. ``progress=True`` prints the position count and the rate
+    on stderr about once a second.
+    """
+    check_positive_int(chunk, "chunk")
+    inv = spec.inv_freq if precision == "float64" else spec.inv_freq_float32
+    dt = np.dtype(np.float64 if precision == "float64" else np.float32)
+    width = spec.rotary_dim // 2
+
+    def positions():
+        for p0 in range(0, n, chunk):
+            yield np.arange(p0, min(n, p0 + chunk), dtype=np.int64)
+
+    def table(which: int, name: str) -> StreamedArray:
+        printer = ProgressPrinter(label=f"{name} positions") if progress else None
+
+        def chunks():
+            t0 = time.perf_counter()
+            for pos in positions():
+                yield spec.cos_sin(pos, precision=precision)[which]
+                if printer is not None:
+                    printer(int(pos[-1]) + 1, n, time.perf_counter() - t0)
+
+        return StreamedArray((n, width), dt, chunks)
+
+    return {
+        "positions": StreamedArray((n,), np.int64, positions),
+        "inv_freq": inv,
+        "cos": table(0, "cos"),
+        "sin": table(1, "sin"),
+    }
+
+
 def _golden(args) -> int:
     if args.positions <= 0:
         raise ValueError(f"--positions must be positive, got {args.positions}")
+    if args.chunk <= 0:
+        raise ValueError(f"--chunk must be positive, got {args.chunk}")
     seq_len = args.seq_len
     spec = rope_from_config(args.config, seq_len=seq_len)
     if seq_len is None and spec.rope_type in ("dynamic", "longrope"):
         spec = rope_from_config(args.config, seq_len=args.positions)
-    positions = np.arange(args.positions, dtype=np.int64)
-    tables = build_golden_tables(spec, positions, args.precision)
+    spec.cos_sin([args.positions - 1], precision=args.precision)  # fail before writing
     meta = {
         "config": spec.source,
         "rope_type": spec.rope_type,
@@ -84,19 +128,24 @@ def _golden(args) -> int:
         "layout": "cos/sin are half width (positions, rotary_dim // 2), times attention_scaling",
         "notes": list(spec.notes),
     }
-    np.savez(
+    progress = not args.quiet and args.positions > args.chunk
+    members = stream_golden_members(spec, args.positions, args.precision, args.chunk, progress)
+    write_npz_streams(
         args.out,
-        positions=positions,
-        attention_scaling=np.float64(spec.attention_scaling),
-        metadata=np.array(json.dumps(meta)),
-        **tables,
+        {
+            "positions": members.pop("positions"),
+            "attention_scaling": np.float64(spec.attention_scaling),
+            "metadata": np.array(json.dumps(meta)),
+            **members,
+        },
     )
     print(f"wrote {args.out}: {args.positions} positions, {spec.rotary_dim // 2} pairs")
     return 0
 
 
 def register_golden(subparsers) -> None:
-    """``golden CONFIG --positions N --out FILE.npz [--precision P] [--seq-len L]``."""
+    """``golden CONFIG --positions N --out FILE.npz [--precision P] [--seq-len L] [--chunk C]
+    [--quiet]``: tables streamed chunk by chunk, progress on stderr for runs over one chunk."""
     p = subparsers.add_parser("golden", help="write golden cos/sin tables of a config to .npz")
     p.add_argument("config", help="path to a model config.json")
     p.add_argument("--positions", type=int, required=True, help="number of positions 0..N-1")
@@ -108,6 +157,13 @@ def register_golden(subparsers) -> None:
         default=None,
         help="sequence length for dynamic/longrope (default: --positions)",
     )
+    p.add_argument(
+        "--chunk",
+        type=int,
+        default=65536,
+        help="positions computed and written at a time (memory is bounded by the chunk)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_golden)
 
 

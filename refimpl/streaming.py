@@ -12,14 +12,22 @@ from __future__ import annotations
 import sys
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from ._checks import as_positions, check_choice, check_positive_int, check_real
 from .rotary import _fast_cos_sin, _resolve_inv_freq, cos_sin
 
-__all__ = ["STREAM_METHODS", "ProgressPrinter", "iter_cos_sin", "write_cos_sin_npz"]
+__all__ = [
+    "STREAM_METHODS",
+    "ProgressPrinter",
+    "StreamedArray",
+    "iter_cos_sin",
+    "write_cos_sin_npz",
+    "write_npz_streams",
+]
 
 STREAM_METHODS = ("fast", "addition", "accurate")
 
@@ -213,13 +221,99 @@ def _addition_general(pos, theta, lo_tables, scale):
 
 
 def _npy_header(shape, dtype) -> bytes:
+    """The ``.npy`` header (magic string included) for a C-ordered array, in the smallest
+    format version that holds it (as ``np.save`` chooses)."""
     import io
 
     buf = io.BytesIO()
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
     header["shape"] = tuple(shape)
-    np.lib.format.write_array_header_2_0(buf, header)
-    return buf.getvalue()  # magic string included
+    try:
+        np.lib.format.write_array_header_1_0(buf, header)
+    except ValueError:  # header too long for format 1.0
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_2_0(buf, header)
+    return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class StreamedArray:
+    """An ``.npz`` member written chunk by chunk by :func:`write_npz_streams`.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        Shape of the whole array; chunks are consecutive blocks of rows (first axis).
+    dtype : numpy dtype or str
+        Stored dtype; every chunk must already have it (no silent conversion).
+    chunks : callable
+        ``chunks()`` returns an iterable of arrays of shape ``(rows_k, *shape[1:])`` whose
+        ``rows_k`` add up to ``shape[0]``.
+    """
+
+    shape: tuple
+    dtype: object
+    chunks: Callable[[], Iterable[np.ndarray]]
+
+
+def write_npz_streams(path, members: dict) -> None:
+    """Write an uncompressed ``.npz`` archive whose members are arrays or :class:`StreamedArray`.
+
+    Members are written in the order of ``members``; a :class:`StreamedArray` is written chunk
+    by chunk, so memory is bounded by its largest chunk. ``np.load`` reads the file as it reads
+    ``np.savez`` output, with the same arrays.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Output file (a zip64 archive, members stored).
+    members : dict
+        Name (str, without ``.npy``) to an array-like or a :class:`StreamedArray`.
+
+    Raises
+    ------
+    ValueError
+        A name is not a string, or a chunk's dtype, trailing shape or the total row count does
+        not match its :class:`StreamedArray`.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "s.npz")
+    >>> rows = StreamedArray((5, 2), "int64", lambda: (np.ones((k, 2), np.int64) for k in (3, 2)))
+    >>> write_npz_streams(f, {"a": rows, "b": 7.0})
+    >>> with np.load(f) as z:
+    ...     z["a"].shape, int(z["a"].sum()), float(z["b"])
+    ((5, 2), 10, 7.0)
+    """
+    for name in members:
+        if not isinstance(name, str):
+            raise ValueError(f"members keys must be strings, got {name!r}")
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, value in members.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+                if not isinstance(value, StreamedArray):
+                    np.lib.format.write_array(fh, np.asarray(value), allow_pickle=False)
+                    continue
+                dt = np.dtype(value.dtype)
+                shape = tuple(int(k) for k in value.shape)
+                fh.write(_npy_header(shape, dt))
+                rows = 0
+                for part in value.chunks():
+                    part = np.asarray(part)
+                    if part.dtype != dt or part.shape[1:] != shape[1:]:
+                        raise ValueError(
+                            f"member {name!r}: chunk of dtype {part.dtype} and shape "
+                            f"{part.shape} does not match dtype {dt} and shape {shape}"
+                        )
+                    rows += part.shape[0]
+                    if rows > shape[0]:
+                        break
+                    fh.write(np.ascontiguousarray(part).tobytes())
+                if rows != shape[0]:
+                    raise ValueError(
+                        f"member {name!r}: chunks hold {rows} rows, its shape says {shape[0]}"
+                    )
 
 
 def write_cos_sin_npz(
@@ -278,15 +372,15 @@ def write_cos_sin_npz(
     else:
         kwargs["inv_freq"] = theta
     t0 = time.perf_counter()
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for which, name in enumerate(("cos", "sin")):
-            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
-                fh.write(_npy_header((total, theta.shape[0]), dt))
-                for p0, c, s in iter_cos_sin(positions_or_count, **kwargs):
-                    fh.write(np.ascontiguousarray((c, s)[which], dtype=dt).tobytes())
-                    if progress is not None:
-                        done = which * total + p0 + c.shape[0]
-                        progress(done, 2 * total, time.perf_counter() - t0)
-        for key, value in meta.items():
-            with zf.open(key + ".npy", "w", force_zip64=True) as fh:
-                np.lib.format.write_array(fh, np.asarray(value), allow_pickle=False)
+
+    def table(which):
+        def chunks():
+            for p0, c, s in iter_cos_sin(positions_or_count, **kwargs):
+                yield np.asarray((c, s)[which], dtype=dt)
+                if progress is not None:
+                    done = which * total + p0 + c.shape[0]
+                    progress(done, 2 * total, time.perf_counter() - t0)
+
+        return StreamedArray((total, theta.shape[0]), dt, chunks)
+
+    write_npz_streams(path, {"cos": table(0), "sin": table(1), **meta})

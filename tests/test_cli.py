@@ -3,11 +3,12 @@
 import json
 import subprocess
 import sys
+import tracemalloc
 
 import numpy as np
 import pytest
 
-from refimpl.__main__ import main
+from refimpl.__main__ import build_golden_tables, main
 from refimpl.config import rope_from_config
 
 LLAMA3 = {
@@ -109,3 +110,74 @@ def test_module_entry_point_runs(cfg_path):
         [sys.executable, "-m", "refimpl", "describe", "/nope.json"], capture_output=True, text=True
     )
     assert res.returncode == 2 and res.stderr.strip().startswith("refimpl describe: error:")
+
+
+@pytest.mark.parametrize("precision", ["float64", "transformers-float32"])
+def test_streamed_golden_equals_the_in_memory_tables_bit_for_bit(
+    cfg_path, tmp_path, precision, capsys
+):
+    n = 5000
+    out = tmp_path / "s.npz"
+    args = ["golden", str(cfg_path), "--positions", str(n), "--out", str(out)]
+    assert main([*args, "--precision", precision, "--chunk", "777"]) == 0
+    err = capsys.readouterr().err
+    assert "cos positions 5000 / 5000 (100.0 %)" in err and "sin positions/s" in err
+    spec = rope_from_config(cfg_path)
+    want = build_golden_tables(spec, np.arange(n), precision)
+    with np.load(out) as z:
+        assert z.files == ["positions", "attention_scaling", "metadata", "inv_freq", "cos", "sin"]
+        assert np.array_equal(z["positions"], np.arange(n)) and z["positions"].dtype == np.int64
+        for key in ("inv_freq", "cos", "sin"):
+            assert z[key].dtype == want[key].dtype
+            # bit for bit: compare the raw bytes, not only the values
+            assert z[key].tobytes() == want[key].tobytes()
+    quiet = tmp_path / "q.npz"
+    q_args = ["golden", str(cfg_path), "--positions", str(n), "--out", str(quiet)]
+    assert main([*q_args, "--precision", precision, "--chunk", "777", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    with np.load(quiet) as z:
+        assert z["cos"].tobytes() == want["cos"].tobytes()
+
+
+@pytest.mark.parametrize("precision", ["float64", "transformers-float32"])
+def test_golden_memory_is_bounded_by_the_chunk(tmp_path, precision):
+    cfg = tmp_path / "small.json"
+    cfg.write_text(json.dumps({"head_dim": 32, "rope_theta": 1e4}))
+    n, chunk, width = 2**18, 2**12, 16
+    out = tmp_path / "big.npz"
+    args = ["golden", str(cfg), "--positions", str(n), "--out", str(out), "--quiet"]
+    tracemalloc.start()
+    try:
+        assert main([*args, "--precision", precision, "--chunk", str(chunk)]) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    table_bytes = n * width * 8  # one whole float64 table: 32 MiB
+    assert peak < 12 * chunk * width * 8, peak  # a few chunk-sized temporaries (about 4 used)
+    assert 2 * table_bytes > 20 * peak  # the in-memory path would hold both tables
+    with np.load(out) as z:
+        assert z["cos"].shape == (n, width)
+        spec = rope_from_config(cfg)
+        c, s = spec.cos_sin(np.arange(n - 3, n), precision=precision)
+        assert np.array_equal(z["cos"][-3:], c) and np.array_equal(z["sin"][-3:], s)
+
+
+def test_golden_chunk_must_be_positive(cfg_path, tmp_path, capsys):
+    args = ["golden", str(cfg_path), "--positions", "3", "--out", str(tmp_path / "x.npz")]
+    assert main([*args, "--chunk", "0"]) == 2
+    assert "--chunk must be positive" in capsys.readouterr().err
+
+
+def test_golden_refuses_positions_past_a_dynamic_seq_len_before_writing(tmp_path, capsys):
+    cfg = {
+        "head_dim": 16,
+        "max_position_embeddings": 100,
+        "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0},
+    }
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(cfg))
+    out = tmp_path / "g.npz"
+    args = ["golden", str(p), "--positions", "400", "--seq-len", "200", "--out", str(out)]
+    assert main(args) == 2
+    assert "positions reach 399" in capsys.readouterr().err
+    assert not out.exists()

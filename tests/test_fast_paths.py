@@ -172,3 +172,19 @@ def test_cos_sin_fast_is_cos_and_sin_of_the_float64_angle():
     ang = np.multiply.outer(pos.astype(np.float64), theta)
     assert np.array_equal(c, np.cos(ang) * 0.5)
     assert np.array_equal(s, np.sin(ang) * 0.5)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_finite_check_rejects_nan_and_inf_but_not_large_finite_values(fused, dtype):
+    big = np.finfo(dtype).max / 2  # the block's sum overflows; the entries are finite
+    x = np.full((2, 8, 4), big, dtype=dtype)
+    c, s = refimpl.cos_sin(np.arange(8), dim=4)
+    kw = dict(pairing="interleaved", fused=fused)
+    got = refimpl.apply_rope_tables(x, c, s, **kw)
+    assert got.shape == x.shape
+    for bad in (np.nan, np.inf, -np.inf):
+        y = x.copy()
+        y[1, 5, 3] = bad
+        with pytest.raises(ValueError, match="x must contain only finite values"):
+            refimpl.apply_rope_tables(y, c, s, **kw)
