@@ -18,58 +18,34 @@ Conventions used everywhere (see the book's notation page):
 Only NumPy is imported by ``import refimpl``.
 """
 
-from .absolute import integer_encoding, normalized_encoding, sinusoidal, sinusoidal_shift_matrix
-from .attention import attention, attention_entropy, attention_scores, causal_mask, softmax
-from .check import RopeReport, check_rope  # checker (part "Check your implementation")
-from .config import RopeSpec, rope_from_config  # scaling part
-
-# --- numerics (exact tables, precision emulation, error model) ---
-from .numerics import (
-    PIPELINES,
-    cos_sin_bf16_angles,
-    cos_sin_bf16_inv_freq,
-    cos_sin_float64_naive,
-    cos_sin_recurrence,
-    cos_sin_transformers_float32,
-    error_bound,
-    oracle_cos_sin,
-    pipeline_cos_sin,
-    relative_drift,
-    round_to,
-    transformers_inv_freq_float32,
-    ulp_error,
+from . import exercises  # graders for the book's exercises
+from .absolute import (
+    integer_encoding,
+    normalized_encoding,
+    sinusoidal,
+    sinusoidal_shift_matrix,
 )
-
-# --- end numerics ---
-from .rotary import (
-    angles,
-    apply_rope,
-    apply_rope_complex,
-    apply_rope_tables,
-    cos_sin,
-    half_to_interleaved_weights,
-    interleaved_to_half_weights,
-    inv_freq,
-    pair_indices,
-    pairing_permutation,
-    rotation_matrix,
+from .attention import (
+    attention,
+    attention_entropy,
+    attention_scores,
+    causal_mask,
+    softmax,
 )
-from .scaling import (  # scaling part
-    ROPE_SCALINGS,
-    ScaledFrequencies,
-    UnknownRopeTypeError,
-    scale_frequencies,
-    transformers_float32_frequencies,
-)
-
-# --- variants: relative biases, xPos, multi-axis and learnable RoPE ---
-# isort: split
 from .bias import (
     alibi_bias,
     alibi_shifted_bias,
     alibi_slopes,
     t5_bias,
     t5_relative_position_bucket,
+)
+from .check import (
+    RopeReport,
+    check_rope,
+)
+from .config import (
+    RopeSpec,
+    rope_from_config,
 )
 from .learned import (
     FrequencyFit,
@@ -84,86 +60,129 @@ from .learned import (
     rope_scores,
     rope_scores_grad,
 )
-from .multiaxis import apply_cos_sin, apply_rope_2d, axial_2d_angles, mrope_cos_sin
-from .xpos import apply_xpos, xpos_scale, xpos_zeta
-
-# --- end variants ---
+from .multiaxis import (
+    apply_cos_sin,
+    apply_rope_2d,
+    axial_2d_angles,
+    mrope_cos_sin,
+)
+from .numerics import (
+    PIPELINES,
+    cos_sin_bf16_angles,
+    cos_sin_bf16_inv_freq,
+    cos_sin_float64_naive,
+    cos_sin_recurrence,
+    cos_sin_transformers_float32,
+    error_bound,
+    oracle_cos_sin,
+    pipeline_cos_sin,
+    relative_drift,
+    round_to,
+    transformers_float32_forward,
+    transformers_inv_freq_float32,
+    ulp_error,
+)
+from .rotary import (
+    angles,
+    apply_rope,
+    apply_rope_complex,
+    apply_rope_tables,
+    cos_sin,
+    half_to_interleaved_weights,
+    interleaved_to_half_weights,
+    inv_freq,
+    pair_indices,
+    pairing_permutation,
+    rotation_matrix,
+)
+from .scaling import (
+    ROPE_SCALINGS,
+    ScaledFrequencies,
+    UnknownRopeTypeError,
+    scale_frequencies,
+    transformers_float32_frequencies,
+)
+from .streaming import (
+    iter_cos_sin,
+    write_cos_sin_npz,
+)
+from .xpos import (
+    apply_xpos,
+    xpos_scale,
+    xpos_zeta,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PIPELINES",
     "ROPE_SCALINGS",
+    "FrequencyFit",
     "RopeReport",
     "RopeSpec",
     "ScaledFrequencies",
     "UnknownRopeTypeError",
     "__version__",
-    "angles",
-    "apply_rope",
-    "apply_rope_complex",
-    "apply_rope_tables",
-    "attention",
-    "attention_entropy",
-    "attention_scores",
-    "causal_mask",
-    "check_rope",
-    "cos_sin",
-    "half_to_interleaved_weights",
-    "integer_encoding",
-    "interleaved_to_half_weights",
-    "inv_freq",
-    "normalized_encoding",
-    "pair_indices",
-    "pairing_permutation",
-    "rope_from_config",
-    "rotation_matrix",
-    "scale_frequencies",
-    "sinusoidal",
-    "sinusoidal_shift_matrix",
-    "softmax",
-    "transformers_float32_frequencies",
-]
-
-# --- variants ---
-__all__ += [
-    "FrequencyFit",
     "alibi_bias",
     "alibi_shifted_bias",
     "alibi_slopes",
+    "angles",
     "apply_cos_sin",
+    "apply_rope",
     "apply_rope_2d",
+    "apply_rope_complex",
     "apply_rope_per_head",
+    "apply_rope_tables",
     "apply_xpos",
+    "attention",
+    "attention_entropy",
+    "attention_scores",
     "axial_2d_angles",
-    "fit_inv_freq",
-    "max_stable_lr",
-    "mixed_encoding",
-    "mrope_cos_sin",
-    "pair_coefficients",
-    "relative_defect",
-    "relative_profile",
-    "relative_profile_grad",
-    "rope_scores",
-    "rope_scores_grad",
-    "t5_bias",
-    "t5_relative_position_bucket",
-    "xpos_scale",
-    "xpos_zeta",
-]
-# --- end variants ---
-# numerics
-__all__ += [
-    "PIPELINES",
+    "causal_mask",
+    "check_rope",
+    "cos_sin",
     "cos_sin_bf16_angles",
     "cos_sin_bf16_inv_freq",
     "cos_sin_float64_naive",
     "cos_sin_recurrence",
     "cos_sin_transformers_float32",
     "error_bound",
+    "exercises",
+    "fit_inv_freq",
+    "half_to_interleaved_weights",
+    "integer_encoding",
+    "interleaved_to_half_weights",
+    "inv_freq",
+    "iter_cos_sin",
+    "max_stable_lr",
+    "mixed_encoding",
+    "mrope_cos_sin",
+    "normalized_encoding",
     "oracle_cos_sin",
+    "pair_coefficients",
+    "pair_indices",
+    "pairing_permutation",
     "pipeline_cos_sin",
+    "relative_defect",
     "relative_drift",
+    "relative_profile",
+    "relative_profile_grad",
+    "rope_from_config",
+    "rope_scores",
+    "rope_scores_grad",
+    "rotation_matrix",
     "round_to",
+    "scale_frequencies",
+    "sinusoidal",
+    "sinusoidal_shift_matrix",
+    "softmax",
+    "t5_bias",
+    "t5_relative_position_bucket",
+    "transformers_float32_forward",
+    "transformers_float32_frequencies",
     "transformers_inv_freq_float32",
     "ulp_error",
+    "write_cos_sin_npz",
+    "xpos_scale",
+    "xpos_zeta",
 ]
