@@ -309,9 +309,13 @@ class _Blocks:
             per_pos = max(1, int(np.prod(lead, dtype=np.int64)) * 2 * h * 8)
         self.n = max(1, min(seq, _BLOCK_BYTES // per_pos))
         self.t = np.empty((*lead, self.n, 2 * h)) if widen else None
-        # exact kernel: float64 products x2 s, x1 s (and x1 c, x2 c for narrow output)
-        n_prod = 0 if fused else (2 if xa.dtype == np.float64 else 3)
-        self.p = [np.empty((*lead, self.n, h)) for _ in range(n_prod)]
+        # exact kernel: float64 cross products u = (-(x2 s), x1 s) in pair layout, the tables
+        # widened to pair layout (c on both members), and for narrow output x * c in float64
+        exact = not fused
+        self.u = np.empty((*lead, self.n, 2 * h)) if exact else None
+        self.w = np.empty((*lead, self.n, 2 * h)) if exact and xa.dtype != np.float64 else None
+        self.cc = np.empty((self.n, 2 * h)) if exact else None
+        self.ns = np.empty((self.n, h)) if exact else None
         self.c = np.empty((self.n, h))
         self.s = np.empty((self.n, h))
         ztype = np.complex64 if narrow else np.complex128
@@ -324,28 +328,33 @@ class _Blocks:
 def _rotate_block(xb, cb, sb, ob, pairing, bufs):
     """``ob`` = ``xb`` with pair ``(x1, x2)`` rotated to ``(x1 c - x2 s, x1 s + x2 c)``.
 
-    Each product and the final sum or difference is one float64 operation, so the result is
-    bit-identical to those two float64 expressions (``x2 c + x1 s`` is exactly
-    ``x1 s + x2 c``). float32/float16 input is widened inside the products (exact) and the
-    float64 sum or difference is rounded once to ``ob``'s dtype. ``ob`` may be ``xb`` itself:
-    each member of a pair is read for the last time before (or when) its place is written.
+    Computed as ``x * (c, c) + (-(x2 s), x1 s)``: every product and the final sum is one
+    float64 operation, and ``a + (-b)`` is exactly ``a - b``, so the result is bit-identical
+    to those two float64 expressions. The two full-width operations run over each head's
+    block as one contiguous loop; only the cross products use the strided pair views.
+    float32/float16 input is widened inside the products (exact) and the float64 sum is
+    rounded once to ``ob``'s dtype. ``ob`` may be ``xb`` itself: the cross products are
+    taken before any of ``ob`` is written, and ``x * (c, c)`` is element-wise.
     """
     n, h = cb.shape
     x1, x2 = _pair_views(xb, h, pairing)
-    o1, o2 = _pair_views(ob, h, pairing)
-    p = [b[..., :n, :] for b in bufs.p]
-    np.multiply(x2, sb, out=p[0])  # x2 s     [eq:rope-elementwise]
-    np.multiply(x1, sb, out=p[1])  # x1 s
+    u = bufs.u[..., :n, :]
+    u1, u2 = _pair_views(u, h, pairing)
+    cc = bufs.cc[:n]
+    c1, c2 = _pair_views(cc, h, pairing)
+    ns = bufs.ns[:n]
+    np.negative(sb, out=ns)  # -s (exact)
+    np.multiply(x2, ns, out=u1)  # -(x2 s)   [eq:rope-elementwise]
+    np.multiply(x1, sb, out=u2)  # x1 s
+    np.copyto(c1, cb)
+    np.copyto(c2, cb)
     if ob.dtype == np.float64:
-        np.multiply(x1, cb, out=o1)  # x1 c (overwrites x1 after its last use)
-        np.subtract(o1, p[0], out=o1)  # x1 c - x2 s
-        np.multiply(x2, cb, out=o2)  # x2 c
-        np.add(p[1], o2, out=o2)  # x1 s + x2 c
+        np.multiply(xb, cc, out=ob)  # (x1 c, x2 c)
+        np.add(ob, u, out=ob)  # (x1 c - x2 s, x2 c + x1 s)   [eq:rope-elementwise]
         return
-    np.multiply(x1, cb, out=p[2])  # x1 c in float64
-    np.subtract(p[2], p[0], out=o1, casting="same_kind")  # one rounding to ob's dtype
-    np.multiply(x2, cb, out=p[2])  # x2 c
-    np.add(p[1], p[2], out=o2, casting="same_kind")
+    w = bufs.w[..., :n, :]
+    np.multiply(xb, cc, out=w)  # (x1 c, x2 c) in float64
+    np.add(w, u, out=ob, casting="same_kind")  # one rounding to ob's dtype
 
 
 def _rotate_block_fused(xb, cb, sb, ob, bufs):
