@@ -479,6 +479,13 @@ def apply_rope_tables(
         transformers' ``apply_rotary_pos_emb``); the default stays the golden reference,
         bit-identical to ``x1 c - x2 s`` and ``x1 s + x2 c`` in float64, and is never replaced
         by the fused form implicitly.
+    check_finite : bool, default True
+        Check ``x`` for NaN and inf (block by block) and raise ValueError if any is found,
+        as ``scipy.linalg`` does. ``False`` skips the check, for speed (it is about a third
+        of the fused path's time; see benchmarks/README.md): NaN/inf in ``x`` then propagate
+        to the outputs of the pairs they belong to (and pass-through features are copied as
+        they are). On finite input the result is bit-identical either way. The tables are
+        always checked.
 
     Returns
     -------
@@ -490,7 +497,7 @@ def apply_rope_tables(
     Book equation ``eq:rope-elementwise``. With ``fused=False`` every entry is bit-identical
     to the float64 expressions ``x1 c - x2 s`` and ``x1 s + x2 c`` (float32/float16 input:
     those float64 values rounded once to the input's dtype). Work proceeds in blocks of
-    positions: scratch memory is two float64 buffers of about 512 KiB (or one block when x
+    positions: scratch memory is one float64 buffer of about 512 KiB (two for float32/float16 input) (or one block when x
     is smaller) plus the tables, never a second copy of ``x``.
 
     Examples
@@ -562,6 +569,9 @@ def apply_rope(
     fused : bool, default False
         See :func:`apply_rope_tables`: interleaved pairing only, complex multiplication, faster,
         within :math:`2^{-51}(|x_1 c| + |x_2 s|)` of the default instead of bit-identical.
+    check_finite : bool, default True
+        See :func:`apply_rope_tables`: ``False`` skips the NaN/inf check of ``x`` (they then
+        propagate to the affected pairs' outputs); same result on finite input.
 
     Returns
     -------
