@@ -497,8 +497,8 @@ def apply_rope_tables(
     Book equation ``eq:rope-elementwise``. With ``fused=False`` every entry is bit-identical
     to the float64 expressions ``x1 c - x2 s`` and ``x1 s + x2 c`` (float32/float16 input:
     those float64 values rounded once to the input's dtype). Work proceeds in blocks of
-    positions: scratch memory is one float64 buffer of about 512 KiB (two for float32/float16 input) (or one block when x
-    is smaller) plus the tables, never a second copy of ``x``.
+    positions: scratch memory is one float64 buffer of about 512 KiB (two for float32/float16
+    input; one block when x is smaller) plus the tables, never a second copy of ``x``.
 
     Examples
     --------
