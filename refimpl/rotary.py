@@ -481,7 +481,7 @@ def apply_rope_tables(
         by the fused form implicitly.
     check_finite : bool, default True
         Check ``x`` for NaN and inf (block by block) and raise ValueError if any is found,
-        as ``scipy.linalg`` does. ``False`` skips the check, for speed (it is about a third
+        as ``scipy.linalg`` does. ``False`` skips the check, for speed (it is about half
         of the fused path's time; see benchmarks/README.md): NaN/inf in ``x`` then propagate
         to the outputs of the pairs they belong to (and pass-through features are copied as
         they are). On finite input the result is bit-identical either way. The tables are
