@@ -63,16 +63,27 @@ def main():
                 args.repeats,
             )
             rows.append(("refimpl apply_rope_tables (exact)", pairing, kern * 1e3, kern / floor))
+            nochk = median_time(
+                lambda x=x, o=o, p=pairing: refimpl.apply_rope_tables(
+                    x, c, s, pairing=p, out=o, check_finite=False
+                ),
+                args.repeats,
+            )
+            rows.append(
+                ("refimpl ... exact, check_finite=False", pairing, nochk * 1e3, nochk / floor)
+            )
             if pairing == "interleaved":
-                fused = median_time(
-                    lambda x=x, o=o: refimpl.apply_rope_tables(
-                        x, c, s, pairing="interleaved", out=o, fused=True
-                    ),
-                    args.repeats,
-                )
-                rows.append(
-                    ("refimpl apply_rope_tables fused", pairing, fused * 1e3, fused / floor)
-                )
+                for chk in (True, False):
+                    fused = median_time(
+                        lambda x=x, o=o, chk=chk: refimpl.apply_rope_tables(
+                            x, c, s, pairing="interleaved", out=o, fused=True, check_finite=chk
+                        ),
+                        args.repeats,
+                    )
+                    name = "refimpl apply_rope_tables fused" + (
+                        "" if chk else ", check_finite=False"
+                    )
+                    rows.append((name, pairing, fused * 1e3, fused / floor))
             full = median_time(
                 lambda x=x, o=o, p=pairing: refimpl.apply_rope(x, pos, pairing=p, out=o),
                 max(3, args.repeats // 2),

@@ -13,8 +13,6 @@ Conventions (see the book's notation page):
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from ._checks import (
@@ -302,23 +300,26 @@ class _Blocks:
         seq = xa.shape[-2]
         # float32 with fused=True stays in complex64; other non-float64 input is widened
         narrow = fused and xa.dtype == np.float32
-        widen = not (xa.dtype == np.float64 or narrow)
+        widen = fused and not (xa.dtype == np.float64 or narrow)
         if fused and not widen:
             # no scratch the size of x: only the block's complex table (n, h) need stay in cache
             per_pos = 2 * h * 8
         else:
+            # one float64 scratch row of 2h features per position (the exact kernel's products)
             per_pos = max(1, int(np.prod(lead, dtype=np.int64)) * 2 * h * 8)
         self.n = max(1, min(seq, _BLOCK_BYTES // per_pos))
         self.t = np.empty((*lead, self.n, 2 * h)) if widen else None
-        self.u = None if fused else np.empty((*lead, self.n, 2 * h))
+        # exact kernel: float64 cross products u = (-(x2 s), x1 s) in pair layout, the tables
+        # widened to pair layout (c on both members), and for narrow output x * c in float64
+        exact = not fused
+        self.u = np.empty((*lead, self.n, 2 * h)) if exact else None
+        self.w = np.empty((*lead, self.n, 2 * h)) if exact and xa.dtype != np.float64 else None
+        self.cc = np.empty((self.n, 2 * h)) if exact else None
+        self.ns = np.empty((self.n, h)) if exact else None
         self.c = np.empty((self.n, h))
         self.s = np.empty((self.n, h))
         ztype = np.complex64 if narrow else np.complex128
         self.z = np.empty((self.n, h), dtype=ztype) if fused else None
-        self.wide = self  # the float64 view of these buffers, for the widened block
-        if self.t is not None:
-            self.wide = copy.copy(self)
-            self.wide.t = None
 
     def starts(self, seq):
         return range(0, seq, self.n)
@@ -327,28 +328,33 @@ class _Blocks:
 def _rotate_block(xb, cb, sb, ob, pairing, bufs):
     """``ob`` = ``xb`` with pair ``(x1, x2)`` rotated to ``(x1 c - x2 s, x1 s + x2 c)``.
 
-    Bit-identical to those two float64 expressions: ``x1 c + (-(x2 s))`` is exactly
-    ``x1 c - x2 s``, and ``x2 c + x1 s`` exactly ``x1 s + x2 c``. ``ob`` may be ``xb`` itself:
-    every element of ``xb`` is read before (or when) its own place in ``ob`` is written.
+    Computed as ``x * (c, c) + (-(x2 s), x1 s)``: every product and the final sum is one
+    float64 operation, and ``a + (-b)`` is exactly ``a - b``, so the result is bit-identical
+    to those two float64 expressions. The two full-width operations run over each head's
+    block as one contiguous loop; only the cross products use the strided pair views.
+    float32/float16 input is widened inside the products (exact) and the float64 sum is
+    rounded once to ``ob``'s dtype. ``ob`` may be ``xb`` itself: the cross products are
+    taken before any of ``ob`` is written, and ``x * (c, c)`` is element-wise.
     """
     n, h = cb.shape
-    if bufs.t is not None:  # float32/float16: widen the block once, rotate it in float64
-        t = bufs.t[..., :n, :]
-        np.copyto(t, xb)  # exact
-        _rotate_block(t, cb, sb, t, pairing, bufs.wide)
-        np.copyto(ob, t, casting="same_kind")  # one rounding to ob's dtype
-        return
     x1, x2 = _pair_views(xb, h, pairing)
     u = bufs.u[..., :n, :]
     u1, u2 = _pair_views(u, h, pairing)
-    np.negative(sb, out=sb)  # sb is scratch (bufs.s): negating twice restores it exactly
-    np.multiply(x2, sb, out=u1)  # -(x2 s)   [eq:rope-elementwise]
-    np.negative(sb, out=sb)
-    np.multiply(x1, sb, out=u2)  # x1 s      [eq:rope-elementwise]
-    o1, o2 = _pair_views(ob, h, pairing)
-    np.multiply(x1, cb, out=o1)  # x1 c (overwrites x1 only after its last use)
-    np.multiply(x2, cb, out=o2)  # x2 c
-    np.add(ob, u, out=ob)  # [eq:rope-elementwise]
+    cc = bufs.cc[:n]
+    c1, c2 = _pair_views(cc, h, pairing)
+    ns = bufs.ns[:n]
+    np.negative(sb, out=ns)  # -s (exact)
+    np.multiply(x2, ns, out=u1)  # -(x2 s)   [eq:rope-elementwise]
+    np.multiply(x1, sb, out=u2)  # x1 s
+    np.copyto(c1, cb)
+    np.copyto(c2, cb)
+    if ob.dtype == np.float64:
+        np.multiply(xb, cc, out=ob)  # (x1 c, x2 c)
+        np.add(ob, u, out=ob)  # (x1 c - x2 s, x2 c + x1 s)   [eq:rope-elementwise]
+        return
+    w = bufs.w[..., :n, :]
+    np.multiply(xb, cc, out=w)  # (x1 c, x2 c) in float64
+    np.add(w, u, out=ob, casting="same_kind")  # one rounding to ob's dtype
 
 
 def _rotate_block_fused(xb, cb, sb, ob, bufs):
@@ -383,9 +389,10 @@ def _check_finite_block(xb):
         raise ValueError("x must contain only finite values (found NaN or inf)")
 
 
-def _rotate(xa, r, pairing, fused, out, tables):
+def _rotate(xa, r, pairing, fused, out, tables, check_finite):
     """Rotate the first ``r`` features of ``xa`` into ``out`` block of positions by block;
-    ``tables(p0, p1, bufs)`` returns the float64 (cos, sin) rows of positions p0..p1-1."""
+    ``tables(p0, p1, bufs)`` returns the float64 (cos, sin) rows of positions p0..p1-1.
+    With ``check_finite`` each block of ``xa`` is checked for NaN/inf before it is used."""
     seq = xa.shape[-2]
     h = r // 2
     if fused and (xa.strides[-1] != xa.itemsize or out.strides[-1] != out.itemsize):
@@ -394,7 +401,8 @@ def _rotate(xa, r, pairing, fused, out, tables):
     for p0 in bufs.starts(seq):
         p1 = min(seq, p0 + bufs.n)
         xb = xa[..., p0:p1, :r]
-        _check_finite_block(xb)
+        if check_finite:
+            _check_finite_block(xb)
         cb, sb = tables(p0, p1, bufs)
         ob = out[..., p0:p1, :r]
         if fused:
@@ -402,17 +410,19 @@ def _rotate(xa, r, pairing, fused, out, tables):
         else:
             _rotate_block(xb, cb, sb, ob, pairing, bufs)
     if r < xa.shape[-1]:
-        if not np.all(np.isfinite(xa[..., r:])):
+        if check_finite and not np.all(np.isfinite(xa[..., r:])):
             raise ValueError("x must contain only finite values (found NaN or inf)")
         if not (out is xa or np.shares_memory(out[..., r:], xa[..., r:])):
             out[..., r:] = xa[..., r:]
     return out
 
 
-def _prepare_x_out(x, out, fused, pairing):
+def _prepare_x_out(x, out, fused, pairing, check_finite):
     check_pairing(pairing)
     if not isinstance(fused, bool):
         raise TypeError(f"fused must be True or False, got {fused!r}")
+    if not isinstance(check_finite, bool):
+        raise TypeError(f"check_finite must be True or False, got {check_finite!r}")
     if fused and pairing != "interleaved":
         raise ValueError(
             "fused=True needs pairing='interleaved' (pairs adjacent in memory form the complex "
@@ -428,7 +438,14 @@ def _prepare_x_out(x, out, fused, pairing):
 
 
 def apply_rope_tables(
-    x, cos, sin, *, pairing: str = "half", out: np.ndarray | None = None, fused: bool = False
+    x,
+    cos,
+    sin,
+    *,
+    pairing: str = "half",
+    out: np.ndarray | None = None,
+    fused: bool = False,
+    check_finite: bool = True,
 ) -> np.ndarray:
     r"""Rotate ``x`` with given cos/sin tables (the rotation step of :func:`apply_rope`).
 
@@ -462,6 +479,13 @@ def apply_rope_tables(
         transformers' ``apply_rotary_pos_emb``); the default stays the golden reference,
         bit-identical to ``x1 c - x2 s`` and ``x1 s + x2 c`` in float64, and is never replaced
         by the fused form implicitly.
+    check_finite : bool, default True
+        Check ``x`` for NaN and inf (block by block) and raise ValueError if any is found,
+        as ``scipy.linalg`` does. ``False`` skips the check, for speed (it is about half
+        of the fused path's time; see benchmarks/README.md): NaN/inf in ``x`` then propagate
+        to the outputs of the pairs they belong to (and pass-through features are copied as
+        they are). On finite input the result is bit-identical either way. The tables are
+        always checked.
 
     Returns
     -------
@@ -473,8 +497,8 @@ def apply_rope_tables(
     Book equation ``eq:rope-elementwise``. With ``fused=False`` every entry is bit-identical
     to the float64 expressions ``x1 c - x2 s`` and ``x1 s + x2 c`` (float32/float16 input:
     those float64 values rounded once to the input's dtype). Work proceeds in blocks of
-    positions: scratch memory is two float64 buffers of about 512 KiB (or one block when x
-    is smaller) plus the tables, never a second copy of ``x``.
+    positions: scratch memory is one float64 buffer of about 512 KiB (two for float32/float16
+    input; one block when x is smaller) plus the tables, never a second copy of ``x``.
 
     Examples
     --------
@@ -483,7 +507,7 @@ def apply_rope_tables(
     array([[1.      , 0.      ],
            [0.540302, 0.841471]])
     """
-    xa, out = _prepare_x_out(x, out, fused, pairing)
+    xa, out = _prepare_x_out(x, out, fused, pairing, check_finite)
     c = as_float_array(cos, "cos", ndim=2).astype(np.float64, copy=False)
     s = as_float_array(sin, "sin", ndim=2).astype(np.float64, copy=False)
     if c.shape != s.shape:
@@ -500,12 +524,10 @@ def apply_rope_tables(
             "(the rotated width of x)"
         )
 
-    def tables(p0, p1, bufs):  # sin goes to scratch: the kernel negates it in place
-        sb = bufs.s[: p1 - p0]
-        np.copyto(sb, s[p0:p1])
-        return c[p0:p1], sb
+    def tables(p0, p1, bufs):  # views of the given tables: the kernels only read them
+        return c[p0:p1], s[p0:p1]
 
-    return _rotate(xa, r, pairing, fused, out, tables)
+    return _rotate(xa, r, pairing, fused, out, tables, check_finite)
 
 
 def apply_rope(
@@ -519,6 +541,7 @@ def apply_rope(
     rotary_dim: int | None = None,
     out: np.ndarray | None = None,
     fused: bool = False,
+    check_finite: bool = True,
 ) -> np.ndarray:
     r"""Rotate queries or keys by their positions (element-wise RoPE).
 
@@ -546,6 +569,9 @@ def apply_rope(
     fused : bool, default False
         See :func:`apply_rope_tables`: interleaved pairing only, complex multiplication, faster,
         within :math:`2^{-51}(|x_1 c| + |x_2 s|)` of the default instead of bit-identical.
+    check_finite : bool, default True
+        See :func:`apply_rope_tables`: ``False`` skips the NaN/inf check of ``x`` (they then
+        propagate to the affected pairs' outputs); same result on finite input.
 
     Returns
     -------
@@ -577,7 +603,7 @@ def apply_rope(
     array([[1.      , 0.      ],
            [0.540302, 0.841471]])
     """
-    xa, out = _prepare_x_out(x, out, fused, pairing)
+    xa, out = _prepare_x_out(x, out, fused, pairing, check_finite)
     dim = xa.shape[-1]
     pos = as_positions(positions)
     if pos.shape[0] != xa.shape[-2]:
@@ -607,7 +633,7 @@ def apply_rope(
         n = p1 - p0
         return _fast_cos_sin(pos[p0:p1], theta, scale, out=(bufs.c[:n], bufs.s[:n]))
 
-    return _rotate(xa, r, pairing, fused, out, tables)
+    return _rotate(xa, r, pairing, fused, out, tables, check_finite)
 
 
 def rotation_matrix(position, inv_freq, *, pairing: str = "half") -> np.ndarray:

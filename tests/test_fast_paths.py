@@ -188,3 +188,47 @@ def test_finite_check_rejects_nan_and_inf_but_not_large_finite_values(fused, dty
         y[1, 5, 3] = bad
         with pytest.raises(ValueError, match="x must contain only finite values"):
             refimpl.apply_rope_tables(y, c, s, **kw)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_check_finite_false_skips_the_check_and_changes_nothing_else(
+    tiny_blocks, fused, pairing, dtype
+):
+    if fused and pairing == "half":
+        pytest.skip("fused needs interleaved pairing")
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 23, 12)).astype(dtype)
+    pos = np.arange(23) * 311
+    kw = dict(pairing=pairing, fused=fused, rotary_dim=8)
+    checked = refimpl.apply_rope(x, pos, **kw)
+    assert np.array_equal(refimpl.apply_rope(x, pos, check_finite=False, **kw), checked)
+    c, s = refimpl.cos_sin(pos, dim=8)
+    tkw = dict(pairing=pairing, fused=fused)
+    checked_t = refimpl.apply_rope_tables(x, c, s, **tkw)
+    assert np.array_equal(refimpl.apply_rope_tables(x, c, s, check_finite=False, **tkw), checked_t)
+    y = x.copy()
+    y[1, 17, 2] = np.nan  # rotated feature: NaN reaches the pair it belongs to
+    y[0, 4, 10] = np.inf  # pass-through feature: copied unchanged
+    with pytest.raises(ValueError, match="x must contain only finite values"):
+        refimpl.apply_rope(y, pos, **kw)
+    got = refimpl.apply_rope(y, pos, check_finite=False, **kw)
+    first, second = refimpl.pair_indices(8, pairing)
+    k = int(np.nonzero((first == 2) | (second == 2))[0][0])
+    partner = {int(first[k]), int(second[k])}
+    bad = np.zeros(x.shape, dtype=bool)
+    bad[1, 17, sorted(partner)] = True
+    assert np.all(np.isnan(got[bad]))
+    assert got[0, 4, 10] == np.inf
+    bad[0, 4, 10] = True
+    assert np.array_equal(got[~bad], checked[~bad])
+
+
+def test_check_finite_must_be_a_bool():
+    with pytest.raises(TypeError, match="check_finite must be True or False"):
+        refimpl.apply_rope(np.ones((2, 4)), [0, 1], check_finite=0)
+    with pytest.raises(TypeError, match="check_finite must be True or False"):
+        refimpl.apply_rope_tables(
+            np.ones((2, 4)), np.ones((2, 2)), np.zeros((2, 2)), check_finite=None
+        )
