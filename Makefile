@@ -87,7 +87,7 @@ experiments: $(STAMP)
 
 bench: $(TORCH_STAMP)
 	cd benchmarks && ../$(PY) bench_apply.py
-	cd benchmarks && ../$(PY) bench_build_tables.py
+	cd benchmarks && ../$(PY) bench_tables.py
 	cd benchmarks && ../$(PY) bench_book.py
 	cd benchmarks && ../$(PY) bench_tests.py
 

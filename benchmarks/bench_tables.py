@@ -1,9 +1,13 @@
-"""Cost of the RoPE cos/sin tables: fast float64 vs accurate (faithful) vs mpmath.
+"""Cost and accuracy of building RoPE cos/sin tables in float64, measured in one run.
 
-Run: ``.venv/bin/python benchmarks/bench_tables.py [--positions 1048576] [--dim 128]``.
-Prints one table whose ratios are all measured in this run: median wall-clock and CPU seconds
-of ``cos_sin(method="fast")`` and ``cos_sin(method="accurate")`` for a (positions, dim/2) table,
-and the mpmath oracle's cost per entry, extrapolated to the same table.
+Rows: torch float64 (one thread, if installed), refimpl's fast tables (``np.cos``/``np.sin`` of
+the float64 angle), angle addition (``refimpl.streaming``, ``method="addition"``), the faithful
+``cos_sin(method="accurate")`` with given frequencies and with exact ``base**(-2i/d)``, and the
+mpmath oracle's cost per entry extrapolated to the whole table. Timings are medians of
+repeats interleaved across methods, so machine load affects all rows alike; errors are in
+float64 ulps against the mpmath oracle on a random sample of entries of the same table.
+
+Run: ``cd benchmarks && ../.venv/bin/python bench_tables.py [--log2-positions 20] [--dim 128]``
 """
 
 from __future__ import annotations
@@ -13,71 +17,106 @@ import statistics
 import time
 
 import numpy as np
+from _common import print_table
 
-from refimpl import cos_sin
-from refimpl.numerics import oracle_cos_sin
+import refimpl
+from refimpl.numerics import oracle_cos_sin, ulp_error
+from refimpl.streaming import iter_cos_sin
 
 
-def _timed(fn, repeats):
-    wall, cpu = [], []
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - w0)
-        cpu.append(time.process_time() - c0)
-    return statistics.median(wall), statistics.median(cpu)
+def _addition(n, theta, keep=True):
+    """Angle-addition tables of positions 0..n-1, streamed in chunks (joined when ``keep``)."""
+    parts = [
+        (c, s) if keep else None
+        for _, c, s in iter_cos_sin(n, theta, method="addition", chunk=1 << 16)
+    ]
+    if keep:
+        return np.concatenate([c for c, _ in parts]), np.concatenate([s for _, s in parts])
+    return None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--positions", type=int, default=2**20)
+    ap.add_argument("--log2-positions", type=int, default=20)
     ap.add_argument("--dim", type=int, default=128)
-    ap.add_argument("--base", type=float, default=10000.0)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--oracle-entries", type=int, default=400)
+    ap.add_argument("--base", type=float, default=500000.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sample", type=int, default=300, help="entries checked against mpmath")
     args = ap.parse_args()
+    n, d, b = 1 << args.log2_positions, args.dim, args.base
+    pos = np.arange(n, dtype=np.float64)
+    theta = refimpl.inv_freq(d, b)
+    refimpl.cos_sin(pos[:8], dim=d, base=b, method="accurate")  # warm the exact-theta cache
 
-    pos = np.arange(args.positions, dtype=np.float64)
-    entries = args.positions * (args.dim // 2)
-    cos_sin(pos[:8], dim=args.dim, base=args.base, method="accurate")  # warm the theta cache
+    methods = {
+        "refimpl cos_sin fast (np.cos of the float64 angle)": lambda: refimpl.cos_sin(pos, theta),
+        "refimpl streaming method='addition'": lambda: _addition(n, theta, keep=False),
+        "refimpl cos_sin accurate, given inv_freq": lambda: refimpl.cos_sin(
+            pos, theta, method="accurate"
+        ),
+        "refimpl cos_sin accurate, exact base**(-2i/d)": lambda: refimpl.cos_sin(
+            pos, dim=d, base=b, method="accurate"
+        ),
+    }
+    try:
+        import torch
 
-    def fast():
-        cos_sin(pos, dim=args.dim, base=args.base, method="fast")
+        torch.set_num_threads(1)
+        tt, tp = torch.from_numpy(theta), torch.from_numpy(pos)
 
-    def accurate():
-        cos_sin(pos, dim=args.dim, base=args.base, method="accurate")
+        def torch_tables():
+            ang = torch.outer(tp, tt)
+            return torch.cos(ang).numpy(), torch.sin(ang).numpy()
 
-    # interleave the two so that machine load affects both alike
-    f_runs, a_runs = [], []
-    for _ in range(args.repeats):
-        f_runs.append(_timed(fast, 1))
-        a_runs.append(_timed(accurate, 1))
-    fw = statistics.median(r[0] for r in f_runs)
-    fc = statistics.median(r[1] for r in f_runs)
-    aw = statistics.median(r[0] for r in a_runs)
-    ac = statistics.median(r[1] for r in a_runs)
+        methods = {"torch float64 cos/sin (1 thread)": torch_tables, **methods}
+    except ImportError:
+        pass
+
+    times = {name: [] for name in methods}
+    for _ in range(args.repeats):  # interleaved repeats
+        for name, fn in methods.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    med = {name: statistics.median(v) for name, v in times.items()}
 
     rng = np.random.default_rng(0)
-    sample = rng.integers(0, 2**31, args.oracle_entries).astype(np.float64)
-    pair = [args.dim // 4]
-    ow, _ = _timed(lambda: oracle_cos_sin(sample, dim=args.dim, base=args.base, pairs=pair), 1)
-    per_entry = ow / args.oracle_entries
+    rows_idx = rng.integers(0, n, args.sample)
+    pair = int(rng.integers(0, d // 2))
+    t0 = time.perf_counter()
+    exact_c, _ = oracle_cos_sin(pos[rows_idx], theta, pairs=[pair])
+    per_entry = (time.perf_counter() - t0) / args.sample
+    exact_exp_c, _ = oracle_cos_sin(pos[rows_idx], dim=d, base=b, pairs=[pair])
 
-    print(f"table: {args.positions} positions x {args.dim // 2} pairs = {entries} entries")
-    print(f"(median of {args.repeats} interleaved runs; mpmath from {args.oracle_entries} entries)")
-    print()
-    print(f"{'method':<22}{'wall s':>12}{'cpu s':>12}{'ns/entry':>12}{'x fast':>10}")
-    print(f"{'fast (float64)':<22}{fw:12.3f}{fc:12.3f}{fw / entries * 1e9:12.1f}{1.0:10.2f}")
-    print(
-        f"{'accurate (faithful)':<22}{aw:12.3f}{ac:12.3f}{aw / entries * 1e9:12.1f}{aw / fw:10.2f}"
+    def err(name, fn):
+        table = _addition(n, theta) if "addition" in name else fn()
+        c = table[0][rows_idx, pair]
+        ref = exact_exp_c if "exact base" in name else exact_c
+        return float(np.max(ulp_error(c, ref[:, 0])))
+
+    fast_t = med["refimpl cos_sin fast (np.cos of the float64 angle)"]
+    torch_t = med.get("torch float64 cos/sin (1 thread)")
+    rows = []
+    for name, fn in methods.items():
+        rows.append(
+            (name, med[name] * 1e3, med[name] / fast_t,
+             med[name] / torch_t if torch_t else "-", err(name, fn))
+        )  # fmt: skip
+    total = per_entry * n * (d // 2)
+    rows.append(
+        ("mpmath oracle (per-entry cost x entries)", total * 1e3, total / fast_t,
+         total / torch_t if torch_t else "-", 0.0)
+    )  # fmt: skip
+    print_table(
+        f"cos/sin tables, {n} positions x {d // 2} pairs, base {b:g}, float64 "
+        f"(median of {args.repeats} interleaved runs; errors on {args.sample} sampled entries "
+        f"of pair {pair} against mpmath)",
+        rows,
+        ("method", "median ms", "/ fast", "/ torch", "max error (ulp)"),
     )
-    print(
-        f"{'mpmath oracle (extrap.)':<22}{per_entry * entries:12.0f}{'':>12}"
-        f"{per_entry * 1e9:12.0f}{per_entry * entries / fw:10.0f}"
-    )
-    print()
-    print(f"accurate / fast: {aw / fw:.2f} (wall), {ac / fc:.2f} (cpu); goal <= 3")
-    print(f"mpmath: {per_entry * 1e6:.1f} us per (cos, sin) entry at 50 digits")
+    acc = med["refimpl cos_sin accurate, exact base**(-2i/d)"] / fast_t
+    print(f"\naccurate (exact base) / fast = {acc:.2f} (goal <= 3)")
+    print(f"mpmath oracle: {per_entry * 1e6:.0f} us per entry")
 
 
 if __name__ == "__main__":
