@@ -81,7 +81,7 @@ NOT_CHAPTERS |= {f"book/api-{part}" for part in ("encodings", "scaling", "checki
 
 def _toc_files():
     toc = (ROOT / "_toc.yml").read_text(encoding="utf8")
-    return re.findall(r"file:\s*(\S+)", toc) + [re.search(r"root:\s*(\S+)", toc).group(1)]
+    return [*re.findall(r"file:\s*(\S+)", toc), re.search(r"root:\s*(\S+)", toc).group(1)]
 
 
 def test_every_toc_entry_exists_and_every_page_is_in_the_toc():
