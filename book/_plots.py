@@ -84,10 +84,12 @@ def plot_sinusoidal_table(pe):
 def plot_wavelengths(dims_bases, n_train=None):
     """Wavelength 2 pi / theta_i (tokens) of every pair i, for several (d, base)."""
     fig, ax = plt.subplots(figsize=(7.0, 4.0), constrained_layout=True)
-    for d, base in dims_bases:
+    for k, (d, base) in enumerate(dims_bases):
         i = np.arange(d // 2)
         lam = 2 * np.pi * base ** (2 * i / d)
-        ax.semilogy(i / (d // 2), lam, label=f"d = {d}, base = {base:g}")
+        # curves that coincide (same base, other d) stay visible: wide pale line under thin ones
+        ax.semilogy(i / (d // 2), lam, lw=5 if k == 0 else 1.8, alpha=0.45 if k == 0 else 1.0,
+                    label=f"d = {d}, base = {base:g}")
     if n_train is not None:
         ax.axhline(n_train, color="gray", ls="--", label=f"{n_train} tokens")
     ax.set_xlabel("pair index i / (d/2)")
