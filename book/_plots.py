@@ -272,7 +272,10 @@ def plot_pair_ratios(ratios: dict, *, title: str = "", ax=None, legend_loc="best
     ax.set_ylabel(r"$h(\theta_i)/\theta_i$ (scale kept, log)")
     if title:
         ax.set_title(title)
-    ax.legend(loc=legend_loc)
+    if legend_loc == "below":  # under the axes, clear of every curve
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    else:
+        ax.legend(loc=legend_loc)
     fig.tight_layout()
     return fig
 
