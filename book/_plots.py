@@ -84,14 +84,16 @@ def plot_sinusoidal_table(pe):
 def plot_wavelengths(dims_bases, n_train=None):
     """Wavelength 2 pi / theta_i (tokens) of every pair i, for several (d, base)."""
     fig, ax = plt.subplots(figsize=(7.0, 4.0), constrained_layout=True)
-    for d, base in dims_bases:
+    for k, (d, base) in enumerate(dims_bases):
         i = np.arange(d // 2)
         lam = 2 * np.pi * base ** (2 * i / d)
-        ax.semilogy(i / (d // 2), lam, label=f"d = {d}, base = {base:g}")
+        # curves that coincide (same base, other d) stay visible: wide pale line under thin ones
+        ax.semilogy(i / (d // 2), lam, lw=5 if k == 0 else 1.8, alpha=0.45 if k == 0 else 1.0,
+                    label=f"d = {d}, base = {base:g}")
     if n_train is not None:
         ax.axhline(n_train, color="gray", ls="--", label=f"{n_train} tokens")
     ax.set_xlabel("pair index i / (d/2)")
-    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
+    ax.set_ylabel(r"wavelength $2\pi/\theta_i$ (tokens)")
     ax.legend()
     return fig
 
@@ -266,7 +268,7 @@ def plot_entropy(doc: dict):
 
 
 
-def plot_pair_ratios(ratios: dict, *, title: str = "", ax=None):
+def plot_pair_ratios(ratios: dict, *, title: str = "", ax=None, legend_loc="best"):
     """One curve per method: h(theta_i) / theta_i against the pair index i."""
     if ax is None:
         fig, ax = plt.subplots()
@@ -279,7 +281,10 @@ def plot_pair_ratios(ratios: dict, *, title: str = "", ax=None):
     ax.set_ylabel(r"$h(\theta_i)/\theta_i$ (scale kept, log)")
     if title:
         ax.set_title(title)
-    ax.legend()
+    if legend_loc == "below":  # under the axes, clear of every curve
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    else:
+        ax.legend(loc=legend_loc)
     fig.tight_layout()
     return fig
 
@@ -303,11 +308,15 @@ def plot_angle_coverage(train_angle, extended: dict, *, title: str = ""):
 
 
 def plot_curves(x, curves: dict, *, xlabel: str, ylabel: str, title: str = "", logx=False,
-                logy=False, styles=None):
-    """Several labelled curves on one axis (generic helper of the extension pages)."""
+                logy=False, styles=None, legend_loc="best"):
+    """Several labelled curves on one axis (generic helper of the extension pages).
+
+    Points are marked only when there are few of them (dense markers hide the curves).
+    """
     fig, ax = plt.subplots()
+    marker = "." if len(x) <= 80 else None
     for name, y in curves.items():
-        ax.plot(x, y, (styles or {}).get(name, "-"), marker=".", label=name)
+        ax.plot(x, y, (styles or {}).get(name, "-"), marker=marker, label=name)
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -316,7 +325,7 @@ def plot_curves(x, curves: dict, *, xlabel: str, ylabel: str, title: str = "", l
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend()
+    ax.legend(loc=legend_loc)
     fig.tight_layout()
     return fig
 
@@ -420,7 +429,8 @@ def plot_drift(curves: dict, *, title: str, ylabel: str):
     ax.set_xlabel("query position m (tokens)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
     return fig
 
 

@@ -31,7 +31,17 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 # Pages worth a screenshot when they exist (stems under book/).
-KEY_PAGES = ["intro", "rope", "pairings", "yarn", "compare_methods", "alibi", "numerics_errors"]
+KEY_PAGES = [
+    "intro",
+    "quickstart",
+    "rope",
+    "pairings",
+    "extension_yarn",
+    "extension_compare",
+    "alibi",
+    "numerics-pipelines",
+    "check_rope",
+]
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("REFIMPL_BROWSER_TESTS") != "1",
@@ -42,7 +52,7 @@ pytestmark = pytest.mark.skipif(
 def _pages() -> list[str]:
     if not HTML.is_dir():
         return []
-    return sorted(p.relative_to(HTML).as_posix() for p in HTML.glob("book/*.html"))
+    return sorted(p.relative_to(HTML).as_posix() for p in HTML.glob("book/**/*.html"))
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -127,6 +137,12 @@ def test_every_page_was_found():
     pages = _pages()
     assert "book/intro.html" in pages
     assert len(pages) > 3, f"expected the book's pages under {HTML}/book, found {pages}"
+
+
+def test_every_key_page_exists():
+    stems = {pathlib.Path(rel).stem for rel in _pages()}
+    missing = [s for s in KEY_PAGES if s not in stems]
+    assert not missing, f"KEY_PAGES names pages that the book does not have: {missing}"
 
 
 def test_root_opens_the_landing_page(page, server):
