@@ -103,3 +103,17 @@ def test_every_chapter_has_at_least_two_exercises_with_solutions():
         assert len(labels) >= 2, f"{f}: {len(labels)} exercise(s), expected at least 2"
         solved = set(solution.findall(text))
         assert set(labels) <= solved, f"{f}: exercises without a solution: {set(labels) - solved}"
+
+
+def test_every_module_is_documented_in_the_api_pages():
+    documented = set()
+    for page in (ROOT / "book").glob("api*.md"):
+        documented |= set(re.findall(r"automodule::\s*(\S+)", page.read_text(encoding="utf8")))
+    modules = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for p in (ROOT / "refimpl").rglob("*.py")
+        if not p.name.startswith("_")
+    }
+    assert modules - documented == set(), (
+        f"modules missing from book/api*.md: {modules - documented}"
+    )
