@@ -284,6 +284,24 @@ def load_config(config) -> tuple[dict, str]:
     """Return ``(dict, source)`` from a config dict, a transformers config object (anything
     with ``to_dict()``) or the path of a ``config.json``.
 
+    Parameters
+    ----------
+    config : dict, object with ``to_dict()``, str or os.PathLike
+
+    Returns
+    -------
+    config_dict : dict
+        A copy of the configuration.
+    source : str
+        ``"<dict>"``, the object's class name, or the path.
+
+    Raises
+    ------
+    ValueError
+        The path does not exist or is not valid JSON (the message names the path).
+    TypeError
+        ``config`` is none of the accepted kinds.
+
     Examples
     --------
     >>> load_config({"head_dim": 8})

@@ -304,6 +304,14 @@ def cos_sin_float64_naive(positions, *, dim: int, base: float = 10000.0):
     r"""The plain float64 table: ``theta = base**(-2i/d)``, ``m * theta`` and ``np.cos`` in
     float64 (``cos_sin(..., method="fast")``).
 
+    Parameters
+    ----------
+    positions : array_like, shape (seq,)
+        Token positions.
+    dim : int
+        Rotary width (even).
+    base : float, default 10000.0
+
     Returns
     -------
     cos, sin : numpy.ndarray, each shape (seq, dim/2), float64
@@ -405,6 +413,14 @@ def cos_sin_bf16_angles(positions, *, dim: int, base: float = 10000.0):
     r"""Angles rounded to bfloat16 before float32 cos/sin (the product run under bf16
     autocast, or an angle buffer kept in the model dtype).
 
+    Parameters
+    ----------
+    positions : array_like, shape (seq,)
+        Token positions.
+    dim : int
+        Rotary width (even).
+    base : float, default 10000.0
+
     Returns
     -------
     cos, sin : numpy.ndarray, each shape (seq, dim/2), float32
@@ -428,6 +444,14 @@ def cos_sin_bf16_angles(positions, *, dim: int, base: float = 10000.0):
 def cos_sin_bf16_inv_freq(positions, *, dim: int, base: float = 10000.0):
     r"""float32 tables built from frequencies that were cast to bfloat16 (``model.to(bf16)``
     casting the ``inv_freq`` buffer).
+
+    Parameters
+    ----------
+    positions : array_like, shape (seq,)
+        Token positions.
+    dim : int
+        Rotary width (even).
+    base : float, default 10000.0
 
     Returns
     -------
@@ -544,6 +568,19 @@ PIPELINES = {
 
 def pipeline_cos_sin(name: str, positions, *, dim: int, base: float = 10000.0):
     """The tables of pipeline ``name`` (one of :data:`PIPELINES`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`PIPELINES` (e.g. ``"transformers-float32"``, ``"bf16-angles"``).
+    positions : array_like, shape (seq,)
+    dim : int
+    base : float, default 10000.0
+
+    Returns
+    -------
+    cos, sin : numpy.ndarray, each shape (seq, dim/2)
+        In the dtype the emulated implementation would hold them.
 
     Examples
     --------

@@ -807,6 +807,23 @@ def half_to_interleaved_weights(w, n_heads: int) -> np.ndarray:
     """Inverse of :func:`interleaved_to_half_weights` (half-split checkpoint to interleaved,
     as done when converting transformers checkpoints to GGUF).
 
+    Parameters
+    ----------
+    w : array_like, shape (n_heads * head_dim, in_features) or (n_heads * head_dim,)
+        Query or key projection weight of a half-split model, or its bias (for grouped-query
+        attention, the key projection with ``n_heads`` = number of key/value heads).
+    n_heads : int
+        Number of heads the rows are split into.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``w``
+        Within each head, row ``i`` moves to ``2i`` and row ``i + head_dim/2`` to ``2i + 1``.
+
+    Notes
+    -----
+    Book equation ``eq:weights-permutation``.
+
     Examples
     --------
     >>> w = np.arange(16).reshape(8, 2)
