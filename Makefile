@@ -52,12 +52,12 @@ book-clean:
 	rm -rf _build
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check refimpl tests benchmarks
-	$(VENV)/bin/ruff format --check refimpl tests benchmarks
+	$(VENV)/bin/ruff check refimpl tests benchmarks experiments
+	$(VENV)/bin/ruff format --check refimpl tests benchmarks experiments
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format refimpl tests benchmarks
-	$(VENV)/bin/ruff check --fix refimpl tests benchmarks
+	$(VENV)/bin/ruff format refimpl tests benchmarks experiments
+	$(VENV)/bin/ruff check --fix refimpl tests benchmarks experiments
 
 test-fast: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q
