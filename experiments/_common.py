@@ -13,7 +13,7 @@ import inspect  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from refimpl.experiments import ModelConfig, TrainConfig  # noqa: E402
+from refimpl.experiments import ModelConfig, TrainConfig, evaluate  # noqa: E402
 from refimpl.experiments.results import command_line, versions, write_result  # noqa: E402
 from refimpl.scaling import ROPE_SCALINGS  # noqa: E402
 
@@ -34,6 +34,13 @@ ENCODING_KWARGS = {
     "xpos": {"base": 10000.0, "scale_base": 32.0},
     "t5": {"num_buckets": 16, "max_distance": 32},
 }
+
+
+def evaluate_at(params, enc, task: str, lengths=EVAL_LENGTHS) -> list:
+    """Accuracy of a trained model at ``lengths`` with the shared evaluation settings."""
+    return evaluate(
+        params, MODEL, enc, task, lengths, train_len=TRAIN_LEN, n_seqs=N_EVAL, seed=EVAL_SEED
+    )
 
 
 def train_config(task: str, **overrides) -> TrainConfig:

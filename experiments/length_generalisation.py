@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common as C
 
-from refimpl.experiments import ENCODINGS, TASKS, evaluate, make_encoding, train
+from refimpl.experiments import ENCODINGS, TASKS, make_encoding, train
 
 
 def main() -> None:
@@ -30,16 +30,7 @@ def main() -> None:
             )
             t0 = time.perf_counter()
             params, hist = train(C.MODEL, enc, C.train_config(task))
-            ev = evaluate(
-                params,
-                C.MODEL,
-                enc,
-                task,
-                C.EVAL_LENGTHS,
-                train_len=C.TRAIN_LEN,
-                n_seqs=C.N_EVAL,
-                seed=C.EVAL_SEED,
-            )
+            ev = C.evaluate_at(params, enc, task)
             row = {
                 "task": task,
                 "encoding": name,

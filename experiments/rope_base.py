@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common as C
 
-from refimpl.experiments import evaluate, make_encoding, train
+from refimpl.experiments import make_encoding, train
 
 BASES = (10.0, 100.0, 10000.0, 1e6)
 TASKS = ("fetch", "induction")
@@ -28,16 +28,7 @@ def main() -> None:
                 "rope", head_dim=C.MODEL.head_dim, max_len=max(C.EVAL_LENGTHS), base=base
             )
             params, hist = train(C.MODEL, enc, C.train_config(task))
-            ev = evaluate(
-                params,
-                C.MODEL,
-                enc,
-                task,
-                C.EVAL_LENGTHS,
-                train_len=C.TRAIN_LEN,
-                n_seqs=C.N_EVAL,
-                seed=C.EVAL_SEED,
-            )
+            ev = C.evaluate_at(params, enc, task)
             doc["results"].append(
                 C.rounded({"task": task, "base": base, "final_loss": hist[-1][1], "eval": ev})
             )

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common as C
 
-from refimpl.experiments import evaluate, make_encoding, train
+from refimpl.experiments import make_encoding, train
 
 TASKS = ("fetch", "induction")
 FT_LEN = 64  # fine-tune length (4x the training length)
@@ -39,16 +39,7 @@ def eval_one(params, enc_for_len, task):
     out = []
     for length in C.EVAL_LENGTHS:
         enc = enc_for_len(length)
-        out += evaluate(
-            params,
-            C.MODEL,
-            enc,
-            task,
-            [length],
-            train_len=C.TRAIN_LEN,
-            n_seqs=C.N_EVAL,
-            seed=C.EVAL_SEED,
-        )
+        out += C.evaluate_at(params, enc, task, [length])
     return out
 
 
