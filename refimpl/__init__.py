@@ -61,7 +61,6 @@ from .learned import (
     rope_scores_grad,
 )
 from .multiaxis import (
-    apply_cos_sin,
     apply_rope_2d,
     axial_2d_angles,
     mrope_cos_sin,
@@ -127,7 +126,6 @@ __all__ = [
     "alibi_shifted_bias",
     "alibi_slopes",
     "angles",
-    "apply_cos_sin",
     "apply_rope",
     "apply_rope_2d",
     "apply_rope_complex",

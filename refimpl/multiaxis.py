@@ -16,62 +16,15 @@ from ._checks import (
     as_positions,
     check_base,
     check_choice,
-    check_dim,
     check_pairing,
     check_real,
-    result_dtype,
 )
+from .rotary import apply_rope_tables
 from .rotary import inv_freq as _inv_freq
-from .rotary import pair_indices
 
-__all__ = ["apply_cos_sin", "apply_rope_2d", "axial_2d_angles", "mrope_cos_sin"]
+__all__ = ["apply_rope_2d", "axial_2d_angles", "mrope_cos_sin"]
 
 MROPE_LAYOUTS = ("blocked", "interleaved")
-
-
-def apply_cos_sin(x, cos, sin, *, pairing: str = "half") -> np.ndarray:
-    r"""Rotate every pair of ``x`` by given half-width cos/sin tables.
-
-    Parameters
-    ----------
-    x : array_like, shape (..., seq, dim)
-    cos, sin : array_like, shape (seq, dim/2)
-        One value per token and pair (as returned by :func:`refimpl.rotary.cos_sin` and
-        :func:`mrope_cos_sin`).
-    pairing : {"half", "interleaved"}, default "half"
-
-    Returns
-    -------
-    numpy.ndarray, shape (..., seq, dim)
-        ``(x1 cos - x2 sin, x1 sin + x2 cos)`` per pair; same floating dtype as ``x``.
-
-    Notes
-    -----
-    Book equation ``eq:rope-elementwise`` with arbitrary angles per token and pair.
-
-    Examples
-    --------
-    >>> apply_cos_sin(np.array([[1.0, 0.0]]), [[0.0]], [[1.0]])  # a quarter turn
-    array([[0., 1.]])
-    """
-    check_pairing(pairing)
-    xa = as_float_array(x, "x", min_ndim=2)
-    c = as_float_array(cos, "cos", ndim=2).astype(np.float64)
-    s = as_float_array(sin, "sin", ndim=2).astype(np.float64)
-    seq, d = xa.shape[-2], xa.shape[-1]
-    check_dim(d, "x's last dimension")
-    if c.shape != (seq, d // 2) or s.shape != (seq, d // 2):
-        raise ValueError(
-            f"cos and sin must have shape (seq, dim/2) = {(seq, d // 2)}, "
-            f"got {c.shape} and {s.shape}"
-        )
-    first, second = pair_indices(d, pairing)
-    x64 = xa.astype(np.float64)
-    x1, x2 = x64[..., first], x64[..., second]
-    res = np.empty(xa.shape)
-    res[..., first] = x1 * c - x2 * s  # [eq:rope-elementwise]
-    res[..., second] = x1 * s + x2 * c  # [eq:rope-elementwise]
-    return res.astype(result_dtype(xa), copy=False)
 
 
 def axial_2d_angles(rows, cols, inv_freq) -> np.ndarray:
@@ -165,7 +118,7 @@ def apply_rope_2d(
         raise ValueError(
             f"rows and cols have {ang.shape[0]} entries but x has seq = {xa.shape[-2]}"
         )
-    return apply_cos_sin(xa, np.cos(ang), np.sin(ang), pairing=pairing)
+    return apply_rope_tables(xa, np.cos(ang), np.sin(ang), pairing=pairing)
 
 
 def _mrope_axis_of_pair(half: int, section: tuple[int, int, int], layout: str) -> np.ndarray:
@@ -212,7 +165,7 @@ def mrope_cos_sin(
     -------
     cos, sin : numpy.ndarray, each shape (seq, d/2), float64
         Half-width tables like :func:`refimpl.rotary.cos_sin`; apply them with
-        :func:`apply_cos_sin` (half pairing, as Qwen does).
+        :func:`refimpl.rotary.apply_rope_tables` (half pairing, as Qwen does).
 
     Notes
     -----

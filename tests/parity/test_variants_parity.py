@@ -205,7 +205,7 @@ def test_mrope_applied_matches_qwen2_vl_apply_rotary_pos_emb():
     c2 = torch.from_numpy(np.concatenate([cos, cos], -1))[None]
     s2 = torch.from_numpy(np.concatenate([sin, sin], -1))[None]
     qp, _ = apply_rotary_pos_emb(torch.from_numpy(q), torch.from_numpy(q), c2, s2)
-    np.testing.assert_allclose(refimpl.apply_cos_sin(q, cos, sin), qp.numpy(), atol=1e-13)
+    np.testing.assert_allclose(refimpl.apply_rope_tables(q, cos, sin), qp.numpy(), atol=1e-13)
 
 
 # --- 2-D RoPE: transformers' Qwen2-VL vision rotary -----------------------------------------------
