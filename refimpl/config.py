@@ -33,7 +33,7 @@ import numpy as np
 
 from ._checks import as_float_array, as_positions, check_choice, check_pairing
 from .numerics import transformers_float32_forward
-from .rotary import apply_rope, cos_sin
+from .rotary import apply_rope, cos_sin, pair_indices
 from .rotary import inv_freq as _default_inv_freq
 from .scaling import scale_frequencies, transformers_float32_frequencies
 
@@ -225,11 +225,7 @@ class RopeSpec:
         if xa.shape[-1] != self.dim or xa.shape[-2] != pos.shape[0]:
             raise ValueError(f"x must have shape (..., {pos.shape[0]}, {self.dim}), got {xa.shape}")
         c, s = self.cos_sin(pos, precision)
-        r, h = self.rotary_dim, self.rotary_dim // 2
-        if self.pairing == "half":
-            i1, i2 = np.arange(h), np.arange(h, r)
-        else:
-            i1, i2 = np.arange(0, r, 2), np.arange(1, r, 2)
+        i1, i2 = pair_indices(self.rotary_dim, self.pairing)
         out = xa.copy()
         x1, x2 = xa[..., i1], xa[..., i2]
         out[..., i1] = x1 * c + (-x2) * s

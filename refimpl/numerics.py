@@ -326,6 +326,13 @@ def cos_sin_float64_naive(positions, *, dim: int, base: float = 10000.0):
     return cos_sin(pos, dim=d, base=b)
 
 
+def _cos_sin_float32(ang32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """cos/sin of float32 angles rounded once to float32 (computed in float64), standing in for
+    a float32 cos/sin that is within 1 float32 ulp (torch's)."""
+    a = ang32.astype(np.float64)
+    return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+
+
 def transformers_float32_forward(
     positions, inv_freq32, attention_scaling: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -362,8 +369,7 @@ def transformers_float32_forward(
     inv = np.asarray(inv_freq32, dtype=f32)
     scale = f32(check_real(attention_scaling, "attention_scaling"))
     ang = (pos.astype(f32)[:, None] * inv[None, :]).astype(f32)  # [eq:numerics-hf-float32]
-    c = np.cos(ang.astype(np.float64)).astype(f32)
-    s = np.sin(ang.astype(np.float64)).astype(f32)
+    c, s = _cos_sin_float32(ang)
     if scale != 1:
         c = (c * scale).astype(f32)
         s = (s * scale).astype(f32)
@@ -432,13 +438,13 @@ def cos_sin_bf16_angles(positions, *, dim: int, base: float = 10000.0):
     Examples
     --------
     >>> c, s = cos_sin_bf16_angles([257], dim=2)  # 257 is not a bfloat16 number: angle 256
-    >>> bool(c[0, 0] == np.cos(np.float32(256.0)))
+    >>> bool(c[0, 0] == np.float32(np.cos(256.0)))
     True
     """
     pos, d, b = _pipeline_args(positions, dim, base)
     inv = transformers_inv_freq_float32(d, b)
     ang = round_to(pos.astype(np.float32)[:, None] * inv[None, :], "bfloat16")
-    return np.cos(ang), np.sin(ang)  # [eq:numerics-bf16-angles]
+    return _cos_sin_float32(ang)  # [eq:numerics-bf16-angles]
 
 
 def cos_sin_bf16_inv_freq(positions, *, dim: int, base: float = 10000.0):
@@ -470,7 +476,7 @@ def cos_sin_bf16_inv_freq(positions, *, dim: int, base: float = 10000.0):
     pos, d, b = _pipeline_args(positions, dim, base)
     inv = round_to(transformers_inv_freq_float32(d, b), "bfloat16")
     ang = pos.astype(np.float32)[:, None] * inv[None, :]  # [eq:numerics-bf16-inv-freq]
-    return np.cos(ang), np.sin(ang)
+    return _cos_sin_float32(ang)
 
 
 _RECURRENCE_BLOCK = 4096
