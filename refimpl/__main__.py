@@ -59,13 +59,6 @@ def register_describe(subparsers) -> None:
     p.set_defaults(func=_describe)
 
 
-def build_golden_tables(spec: RopeSpec, positions: np.ndarray, precision: str) -> dict:
-    """The arrays written by ``golden``: ``inv_freq``, ``cos``, ``sin`` (half width)."""
-    cos, sin = spec.cos_sin(positions, precision=precision)
-    inv = spec.inv_freq if precision == "float64" else spec.inv_freq_float32
-    return {"inv_freq": inv, "cos": cos, "sin": sin}
-
-
 def stream_golden_members(
     spec: RopeSpec, n: int, precision: str, chunk: int = 65536, progress: bool = False
 ) -> dict:
@@ -73,9 +66,11 @@ def stream_golden_members(
 
     ``cos`` and ``sin`` are :class:`refimpl.streaming.StreamedArray` s computed by
     ``spec.cos_sin`` on ``chunk`` positions at a time (every entry depends only on its own
-    position, so the file equals :func:`build_golden_tables` of the whole range bit for bit);
-    memory is bounded by the chunk. ``progress=True`` prints the position count and the rate
-    on stderr about once a second.
+    position, so the file equals ``spec.cos_sin`` of the whole range bit for bit); memory is
+    bounded by the chunk. The two tables are written as two members, one after the other, so
+    each chunk's ``cos_sin`` is evaluated once per member: about twice the arithmetic of one
+    in-memory call, the price of a bound on memory. ``progress=True`` prints the position count
+    and the rate on stderr about once a second.
     """
     check_positive_int(chunk, "chunk")
     inv = spec.inv_freq if precision == "float64" else spec.inv_freq_float32
