@@ -44,6 +44,20 @@ PHI3_SHORT = [1.0, 1.02, 1.05, 1.1, 1.2, 1.4, 1.7, 2.1, 2.6, 3.0, 3.3, 3.5, 3.6,
 PHI3_LONG = [1.0, 1.1, 1.3, 1.8, 2.6, 4.0, 6.0, 9.0, 13.0, 17.0, 21.0, 24.0, 26.0, 27.0, 28, 28.5]
 
 # id -> (transformers config class and rotary class, config dict, seq_len or None)
+LONGROPE_PHI = dict(
+    hidden_size=256,
+    num_attention_heads=4,
+    max_position_embeddings=131072,
+    original_max_position_embeddings=4096,
+    rope_parameters={
+        "rope_type": "longrope",
+        "rope_theta": 1e4,
+        "short_factor": PHI3_SHORT,
+        "long_factor": PHI3_LONG,
+        "partial_rotary_factor": 0.5,
+    },
+)
+
 CASES = {
     "default-llama-d128-b5e5": (
         "llama",
@@ -233,40 +247,8 @@ CASES = {
         ),
         None,
     ),
-    "longrope-short": (
-        "phi",
-        dict(
-            hidden_size=256,
-            num_attention_heads=4,
-            max_position_embeddings=131072,
-            original_max_position_embeddings=4096,
-            rope_parameters={
-                "rope_type": "longrope",
-                "rope_theta": 1e4,
-                "short_factor": PHI3_SHORT,
-                "long_factor": PHI3_LONG,
-                "partial_rotary_factor": 0.5,
-            },
-        ),
-        4096,
-    ),
-    "longrope-long": (
-        "phi",
-        dict(
-            hidden_size=256,
-            num_attention_heads=4,
-            max_position_embeddings=131072,
-            original_max_position_embeddings=4096,
-            rope_parameters={
-                "rope_type": "longrope",
-                "rope_theta": 1e4,
-                "short_factor": PHI3_SHORT,
-                "long_factor": PHI3_LONG,
-                "partial_rotary_factor": 0.5,
-            },
-        ),
-        4097,
-    ),
+    "longrope-short": ("phi", LONGROPE_PHI, 4096),  # seq_len at the switch: short factors
+    "longrope-long": ("phi", LONGROPE_PHI, 4097),  # one past it: long factors
     "longrope-factor-attention": (
         "phi",
         dict(
