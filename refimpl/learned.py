@@ -226,6 +226,18 @@ def _profile_setup(distances, inv_freq, a, b):
     return dist, f, aa, bb
 
 
+def _profile(dist, f, aa, bb) -> np.ndarray:
+    """g(delta) for validated inputs."""
+    ph = np.multiply.outer(dist, f)
+    return np.cos(ph) @ aa + np.sin(ph) @ bb  # [eq:learned-score]
+
+
+def _profile_jacobian(dist, f, aa, bb) -> np.ndarray:
+    """dg(delta)/dtheta_i for validated inputs, shape (n, d/2)."""
+    ph = np.multiply.outer(dist, f)
+    return dist[:, None] * (bb * np.cos(ph) - aa * np.sin(ph))  # [eq:learned-grad]
+
+
 def relative_profile(distances, inv_freq, a, b=None) -> np.ndarray:
     r"""The score as a function of the relative position for fixed pair coefficients:
     :math:`g(\delta) = \sum_i a_i \cos(\delta\theta_i) + b_i \sin(\delta\theta_i)`.
@@ -252,9 +264,7 @@ def relative_profile(distances, inv_freq, a, b=None) -> np.ndarray:
     >>> relative_profile([0, 1], [np.pi], [1.0])
     array([ 1., -1.])
     """
-    dist, f, aa, bb = _profile_setup(distances, inv_freq, a, b)
-    ph = np.multiply.outer(dist, f)
-    return np.cos(ph) @ aa + np.sin(ph) @ bb  # [eq:learned-score]
+    return _profile(*_profile_setup(distances, inv_freq, a, b))
 
 
 def relative_profile_grad(distances, inv_freq, a, b=None) -> np.ndarray:
@@ -275,9 +285,7 @@ def relative_profile_grad(distances, inv_freq, a, b=None) -> np.ndarray:
     >>> relative_profile_grad([2.0], [np.pi / 4], [1.0])
     array([[-2.]])
     """
-    dist, f, aa, bb = _profile_setup(distances, inv_freq, a, b)
-    ph = np.multiply.outer(dist, f)
-    return dist[:, None] * (bb * np.cos(ph) - aa * np.sin(ph))  # [eq:learned-grad]
+    return _profile_jacobian(*_profile_setup(distances, inv_freq, a, b))
 
 
 class FrequencyFit(NamedTuple):
@@ -355,14 +363,13 @@ def _descend(dist, t, theta, aa, bb, eta, n_steps, parametrization):
     losses = []
     diverged = False
     for _ in range(n_steps):
-        ph = np.multiply.outer(dist, theta)
-        resid = np.cos(ph) @ aa + np.sin(ph) @ bb - t  # (n,)
+        resid = _profile(dist, theta, aa, bb) - t  # (n,)
         loss = float(np.mean(resid**2))  # [eq:learned-fit]
         losses.append(loss)
         if not np.isfinite(loss) or loss > 1e6 * max(losses[0], 1e-300):
             diverged = True
             break
-        grad = 2.0 / dist.shape[0] * resid @ (dist[:, None] * (bb * np.cos(ph) - aa * np.sin(ph)))
+        grad = 2.0 / dist.shape[0] * resid @ _profile_jacobian(dist, theta, aa, bb)
         if parametrization == "log":
             new = theta * np.exp(-eta * theta * grad)  # [eq:learned-fit]
         else:
@@ -372,8 +379,7 @@ def _descend(dist, t, theta, aa, bb, eta, n_steps, parametrization):
             break
         theta = new
     if not diverged:
-        ph = np.multiply.outer(dist, theta)
-        losses.append(float(np.mean((np.cos(ph) @ aa + np.sin(ph) @ bb - t) ** 2)))
+        losses.append(float(np.mean((_profile(dist, theta, aa, bb) - t) ** 2)))
     return theta, losses, diverged
 
 
@@ -409,8 +415,7 @@ def max_stable_lr(distances, inv_freq, a, b=None, *, parametrization: str = "lin
     """
     check_choice(parametrization, "parametrization", PARAMETRIZATIONS)
     dist, f, aa, bb = _profile_setup(distances, inv_freq, a, b)
-    ph = np.multiply.outer(dist, f)
-    J = dist[:, None] * (bb * np.cos(ph) - aa * np.sin(ph))  # (n, d/2)
+    J = _profile_jacobian(dist, f, aa, bb)  # (n, d/2)
     if parametrization == "log":
         J = J * f
     H = 2.0 / dist.shape[0] * (J.T @ J)  # [eq:learned-lr]
