@@ -1,5 +1,7 @@
 """RoPE application: copy floor, transformers' apply_rotary_pos_emb and Meta's complex form
 (torch CPU, one thread), and refimpl, side by side; medians over repeats, ratios per pair.
+refimpl's rows are timed alternately with the copy floor and their "/ copy floor" column is
+the median of the per-repeat ratios; the last lines compare the best rows with the goals.
 
 Run: .venv/bin/python benchmarks/bench_apply.py [--repeats N] [--seq 4096]
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _common import median_time, print_table
+from _common import median_time, paired_ratio, print_table
 
 import refimpl
 
@@ -42,6 +44,42 @@ def torch_peers(x, c, s, pairing):
     return out
 
 
+VARIANTS = (  # (row name, keyword arguments of apply_rope_tables)
+    ("refimpl apply_rope_tables (exact)", {}),
+    ("refimpl ... exact, check_finite=False", {"check_finite": False}),
+    ("refimpl apply_rope_tables fused", {"fused": True}),
+    ("refimpl ... fused, check_finite=False", {"fused": True, "check_finite": False}),
+)
+GOALS = (  # (pairing, most times the copy floor, least speed-up over transformers)
+    ("interleaved", 1.3, 20.0),
+    ("half", 4.0, 5.0),
+)
+
+
+def goal_lines(rows, hf_ms):
+    """One line per goal of the issue: the best refimpl row against it, and whether it is met."""
+    lines = []
+    for pairing, floor_goal, speed_goal in GOALS:
+        mine = [r for r in rows if r[0].startswith("refimpl apply_rope_tables") or "..." in r[0]]
+        mine = [r for r in mine if r[1] == pairing]
+        best = min(mine, key=lambda r: r[3])
+        exact = min((r for r in mine if "exact" in r[0]), key=lambda r: r[3])
+        met = "met" if best[3] <= floor_goal else "NOT met"
+        lines.append(
+            f"{pairing}: goal <= {floor_goal}x the copy floor: best {best[3]:.2f}x "
+            f"({best[0]}) -> {met}; exact form {exact[3]:.2f}x"
+        )
+        if hf_ms:
+            speed = hf_ms / best[2]
+            met = "met" if speed >= speed_goal else "NOT met"
+            lines.append(
+                f"{pairing}: goal >= {speed_goal:g}x faster than transformers' "
+                f"apply_rotary_pos_emb: {speed:.1f}x ({best[0]}) -> {met}; "
+                f"exact form {hf_ms / exact[2]:.1f}x"
+            )
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
@@ -53,52 +91,40 @@ def main():
     for dtype in (np.float32, np.float64):
         x = rng.standard_normal((1, 32, args.seq, 128)).astype(dtype)
         o = np.empty_like(x)
-        floor = median_time(lambda x=x, o=o: np.copyto(o, x), args.repeats)
+
+        def copy(x=x, o=o):
+            np.copyto(o, x)
+
+        floor = median_time(copy, args.repeats)
         rows = [("copy floor (np.copyto)", "-", floor * 1e3, 1.0)]
         for pairing in ("interleaved", "half"):
             for name, t in torch_peers(x, c, s, pairing).items():
                 rows.append((name, pairing, t * 1e3, t / floor))
-            kern = median_time(
-                lambda x=x, o=o, p=pairing: refimpl.apply_rope_tables(x, c, s, pairing=p, out=o),
-                args.repeats,
-            )
-            rows.append(("refimpl apply_rope_tables (exact)", pairing, kern * 1e3, kern / floor))
-            nochk = median_time(
-                lambda x=x, o=o, p=pairing: refimpl.apply_rope_tables(
-                    x, c, s, pairing=p, out=o, check_finite=False
-                ),
-                args.repeats,
-            )
-            rows.append(
-                ("refimpl ... exact, check_finite=False", pairing, nochk * 1e3, nochk / floor)
-            )
-            if pairing == "interleaved":
-                for chk in (True, False):
-                    fused = median_time(
-                        lambda x=x, o=o, chk=chk: refimpl.apply_rope_tables(
-                            x, c, s, pairing="interleaved", out=o, fused=True, check_finite=chk
-                        ),
-                        args.repeats,
-                    )
-                    name = "refimpl apply_rope_tables fused" + (
-                        "" if chk else ", check_finite=False"
-                    )
-                    rows.append((name, pairing, fused * 1e3, fused / floor))
-            full = median_time(
+            for name, kw in VARIANTS:
+                t, ratio = paired_ratio(
+                    lambda x=x, o=o, p=pairing, kw=kw: refimpl.apply_rope_tables(
+                        x, c, s, pairing=p, out=o, **kw
+                    ),
+                    copy,
+                    args.repeats,
+                )
+                rows.append((name, pairing, t * 1e3, ratio))
+            full, ratio = paired_ratio(
                 lambda x=x, o=o, p=pairing: refimpl.apply_rope(x, pos, pairing=p, out=o),
+                copy,
                 max(3, args.repeats // 2),
             )
-            rows.append(("refimpl apply_rope (tables included)", pairing, full * 1e3, full / floor))
+            rows.append(("refimpl apply_rope (tables included)", pairing, full * 1e3, ratio))
         peers = {r[1]: r[2] for r in rows if not r[0].startswith(("refimpl", "copy"))}
         hf = [r[2] for r in rows if r[0].startswith("transformers")]
 
         def ratio(r, ref):
             return f"{ref / r[2]:.1f}x" if r[0].startswith("refimpl") and ref else ""
 
-        rows = [(*r, ratio(r, peers.get(r[1])), ratio(r, hf[0] if hf else None)) for r in rows]
+        table = [(*r, ratio(r, peers.get(r[1])), ratio(r, hf[0] if hf else None)) for r in rows]
         print_table(
             f"x {x.shape} {np.dtype(dtype).name}, torch threads = 1",
-            rows,
+            table,
             (
                 "implementation",
                 "pairing",
@@ -108,6 +134,9 @@ def main():
                 "transformers / refimpl",
             ),
         )
+        print()
+        for line in goal_lines(rows, hf[0] if hf else None):
+            print("- " + line)
 
 
 if __name__ == "__main__":

@@ -106,9 +106,52 @@ def as_float_array(
         raise ValueError(
             f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}"
         )
-    if finite and not np.all(np.isfinite(arr)):
+    if finite and not all_finite(arr):
         raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
     return arr
+
+
+# Entries per row of the matrix-vector products that sum blocks for finiteness checks: long
+# enough for BLAS to run at full speed, short enough not to start threads for one block.
+_SUM_ROW = 4096
+_ONES: dict = {}
+
+
+def _ones_row(dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype not in _ONES:
+        ones = np.ones(_SUM_ROW, dtype)
+        ones.flags.writeable = False
+        _ONES[dtype] = ones
+    return _ONES[dtype]
+
+
+def rows_sum_is_finite(a) -> bool:
+    """True if the sum of the entries of the 2-D float32/float64 array ``a`` is finite; each row
+    of ``a`` must be contiguous.
+
+    A finite sum proves every entry finite (NaN and inf propagate into any sum they enter, and
+    an infinite partial sum never becomes finite again); a non-finite sum, which finite entries
+    can also give by overflow, proves nothing, so callers then test entry by entry. The rows
+    are summed in pieces of ``_SUM_ROW`` entries as matrix-vector products with ones (BLAS:
+    about twice as fast as ``np.sum`` and several times faster than ``np.isfinite(a).all()``,
+    with no temporary)."""
+    k, n = a.shape
+    q = n // _SUM_ROW * _SUM_ROW
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(a[:, q:])
+        if q:
+            pieces = a[:, :q].reshape(k, q // _SUM_ROW, _SUM_ROW)
+            total += np.sum(np.matmul(pieces, _ones_row(a.dtype)))
+    return bool(np.isfinite(total))
+
+
+def all_finite(arr) -> bool:
+    """True if every entry of the floating array ``arr`` is finite."""
+    blas = arr.dtype in (np.float32, np.float64) and arr.flags.c_contiguous
+    if blas and arr.size >= _SUM_ROW and rows_sum_is_finite(arr.reshape(1, -1)):
+        return True
+    return bool(np.all(np.isfinite(arr)))
 
 
 def as_positions(positions, name: str = "positions") -> np.ndarray:

@@ -13,6 +13,8 @@ Conventions (see the book's notation page):
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ._checks import (
@@ -27,6 +29,7 @@ from ._checks import (
     check_positive_int,
     check_real,
     result_dtype,
+    rows_sum_is_finite,
 )
 
 __all__ = [
@@ -263,10 +266,11 @@ def pair_indices(dim: int, pairing: str = "half") -> tuple[np.ndarray, np.ndarra
     return np.arange(0, d, 2), np.arange(1, d, 2)  # [eq:pairing-interleaved]
 
 
-# Bytes of one float64 scratch buffer per block of positions. The rotation runs block by block
-# so that its scratch (two such buffers and the block's tables) stays in a core's L2/L3 cache
-# while x streams through memory once. Measured in benchmarks/bench_apply.py.
-_BLOCK_BYTES = 1 << 19
+# Elements of x per block. The rotation runs block by block (a group of heads and a range of
+# positions) so that its scratch (one or two float64 buffers of this many elements and the
+# block's tables) stays in a core's L2/L3 cache while x streams through memory once.
+# Measured in benchmarks/bench_apply.py.
+_BLOCK_ELEMS = 1 << 16
 
 
 def _pair_views(a, h, pairing):
@@ -292,126 +296,201 @@ def _check_alias(out, xa):
         )
 
 
-class _Blocks:
-    """Scratch buffers and the block length for rotating ``x`` block of positions by block."""
-
-    def __init__(self, xa, h, fused):
-        lead = xa.shape[:-2]
-        seq = xa.shape[-2]
-        # float32 with fused=True stays in complex64; other non-float64 input is widened
-        narrow = fused and xa.dtype == np.float32
-        widen = fused and not (xa.dtype == np.float64 or narrow)
-        if fused and not widen:
-            # no scratch the size of x: only the block's complex table (n, h) need stay in cache
-            per_pos = 2 * h * 8
-        else:
-            # one float64 scratch row of 2h features per position (the exact kernel's products)
-            per_pos = max(1, int(np.prod(lead, dtype=np.int64)) * 2 * h * 8)
-        self.n = max(1, min(seq, _BLOCK_BYTES // per_pos))
-        self.t = np.empty((*lead, self.n, 2 * h)) if widen else None
-        # exact kernel: float64 cross products u = (-(x2 s), x1 s) in pair layout, the tables
-        # widened to pair layout (c on both members), and for narrow output x * c in float64
-        exact = not fused
-        self.u = np.empty((*lead, self.n, 2 * h)) if exact else None
-        self.w = np.empty((*lead, self.n, 2 * h)) if exact and xa.dtype != np.float64 else None
-        self.cc = np.empty((self.n, 2 * h)) if exact else None
-        self.ns = np.empty((self.n, h)) if exact else None
-        self.c = np.empty((self.n, h))
-        self.s = np.empty((self.n, h))
-        ztype = np.complex64 if narrow else np.complex128
-        self.z = np.empty((self.n, h), dtype=ztype) if fused else None
-
-    def starts(self, seq):
-        return range(0, seq, self.n)
+def _as_3d(a):
+    """``a`` of shape (..., seq, dim) viewed as (G, seq, dim) without a copy, or None when its
+    leading axes cannot be merged into one (then the caller goes slab by slab)."""
+    lead = a.shape[:-2]
+    if len(lead) == 1:
+        return a
+    if len(lead) == 0:
+        return a[None]
+    axes = [(n, st) for n, st in zip(lead, a.strides[:-2], strict=True) if n != 1]
+    for (_, outer), (n, inner) in itertools.pairwise(axes):
+        if outer != inner * n:
+            return None
+    g = int(np.prod(lead, dtype=np.int64))
+    stride = axes[-1][1] if axes else 0
+    return np.lib.stride_tricks.as_strided(
+        a, shape=(g, *a.shape[-2:]), strides=(stride, *a.strides[-2:])
+    )
 
 
-def _rotate_block(xb, cb, sb, ob, pairing, bufs):
-    """``ob`` = ``xb`` with pair ``(x1, x2)`` rotated to ``(x1 c - x2 s, x1 s + x2 c)``.
-
-    Computed as ``x * (c, c) + (-(x2 s), x1 s)``: every product and the final sum is one
-    float64 operation, and ``a + (-b)`` is exactly ``a - b``, so the result is bit-identical
-    to those two float64 expressions. The two full-width operations run over each head's
-    block as one contiguous loop; only the cross products use the strided pair views.
-    float32/float16 input is widened inside the products (exact) and the float64 sum is
-    rounded once to ``ob``'s dtype. ``ob`` may be ``xb`` itself: the cross products are
-    taken before any of ``ob`` is written, and ``x * (c, c)`` is element-wise.
-    """
-    n, h = cb.shape
-    x1, x2 = _pair_views(xb, h, pairing)
-    u = bufs.u[..., :n, :]
-    u1, u2 = _pair_views(u, h, pairing)
-    cc = bufs.cc[:n]
-    c1, c2 = _pair_views(cc, h, pairing)
-    ns = bufs.ns[:n]
-    np.negative(sb, out=ns)  # -s (exact)
-    np.multiply(x2, ns, out=u1)  # -(x2 s)   [eq:rope-elementwise]
-    np.multiply(x1, sb, out=u2)  # x1 s
-    np.copyto(c1, cb)
-    np.copyto(c2, cb)
-    if ob.dtype == np.float64:
-        np.multiply(xb, cc, out=ob)  # (x1 c, x2 c)
-        np.add(ob, u, out=ob)  # (x1 c - x2 s, x2 c + x1 s)   [eq:rope-elementwise]
-        return
-    w = bufs.w[..., :n, :]
-    np.multiply(xb, cc, out=w)  # (x1 c, x2 c) in float64
-    np.add(w, u, out=ob, casting="same_kind")  # one rounding to ob's dtype
+def _slabs(xa, out):
+    """Pairs of (G, seq, dim) views of ``x`` and ``out`` that together cover every head."""
+    x3, o3 = _as_3d(xa), _as_3d(out)
+    if x3 is not None and o3 is not None:
+        return [(x3, o3)]
+    return [(xa[i][None], out[i][None]) for i in np.ndindex(xa.shape[:-2])]
 
 
-def _rotate_block_fused(xb, cb, sb, ob, bufs):
-    """Interleaved pairs as complex numbers times ``c + j s`` (NumPy's complex product)."""
-    n = cb.shape[0]
-    z = bufs.z[:n]
-    z.real = cb
-    z.imag = sb
-    if bufs.t is None:  # float64, or float32 in complex64 (tables rounded to float32)
-        xc, oc = xb.view(z.dtype), ob.view(z.dtype)
-        np.multiply(xc, z, out=oc)  # [eq:rope-complex]
-        return
-    t = bufs.t[..., :n, :]
-    np.copyto(t, xb)
-    tc = t.view(np.complex128)
-    np.multiply(tc, z, out=tc)  # [eq:rope-complex]
-    np.copyto(ob, t, casting="same_kind")
-
-
-def _check_finite_block(xb):
-    """Raise ValueError if ``xb`` holds NaN or inf, without a temporary the size of ``xb``.
-
-    A finite sum proves every entry finite (NaN and inf propagate into any sum they enter, and
-    an infinite partial sum never becomes finite again); only a non-finite sum, which finite
-    entries can also give by overflow, needs the entry-wise test."""
-    acc = np.float32 if xb.dtype == np.float16 else None  # float16 sums overflow early
+def _block_sum_is_finite(a):
+    """True if the sum of the entries of the block ``a`` (k, m, r) is finite (then every entry
+    is finite; see ``rows_sum_is_finite``). Each head's (m, r) block is summed with BLAS when
+    it is contiguous, with ``np.sum`` otherwise."""
+    k, m, r = a.shape
+    rows = a.strides[2] == a.itemsize and a.strides[1] == r * a.itemsize
+    if rows and a.dtype in (np.float32, np.float64):
+        return rows_sum_is_finite(a.reshape(k, m * r))
+    acc = np.float32 if a.dtype == np.float16 else None  # float16 sums overflow early
     with np.errstate(over="ignore", invalid="ignore"):
-        total = np.sum(xb, dtype=acc)
-    if np.isfinite(total):
-        return
-    if not np.all(np.isfinite(xb)):
+        return bool(np.isfinite(np.sum(a, dtype=acc)))
+
+
+def _require_finite(a):
+    if not np.all(np.isfinite(a)):
         raise ValueError("x must contain only finite values (found NaN or inf)")
 
 
-def _rotate(xa, r, pairing, fused, out, tables, check_finite):
-    """Rotate the first ``r`` features of ``xa`` into ``out`` block of positions by block;
-    ``tables(p0, p1, bufs)`` returns the float64 (cos, sin) rows of positions p0..p1-1.
-    With ``check_finite`` each block of ``xa`` is checked for NaN/inf before it is used."""
-    seq = xa.shape[-2]
-    h = r // 2
-    if fused and (xa.strides[-1] != xa.itemsize or out.strides[-1] != out.itemsize):
-        fused = False  # the complex view needs unit-stride features; the real form is the same
-    bufs = _Blocks(xa, h, fused)
-    for p0 in bufs.starts(seq):
-        p1 = min(seq, p0 + bufs.n)
-        xb = xa[..., p0:p1, :r]
-        if check_finite:
-            _check_finite_block(xb)
-        cb, sb = tables(p0, p1, bufs)
-        ob = out[..., p0:p1, :r]
-        if fused:
-            _rotate_block_fused(xb, cb, sb, ob, bufs)
+class _Kernel:
+    """Scratch buffers, block shape and per-block tables for rotating ``x`` into ``out``.
+
+    Forms (every one computes the pair (x1, x2) -> (x1 c - x2 s, x1 s + x2 c)):
+
+    * exact (the default): ``x * (c, c) + p`` with ``p = (-(x2 s), x1 s)`` in the pair layout,
+      in float64; float32/float16 input is widened to float64 (exact) and the sum rounded
+      once to the output dtype. ``x1 c + (-(x2 s))`` is exactly ``x1 c - x2 s`` and the sum
+      is commutative, so every entry is bit-identical to the two float64 expressions (signed
+      zeros included). For half pairing ``p`` is the two halves of ``x`` swapped (one copy of
+      two items per row, each item one half: a void view) times ``(-s, s)``, so every
+      operation runs over whole contiguous rows; for interleaved pairing the cross products
+      are two stride-2 products over the whole block.
+    * fused, interleaved: pairs viewed as complex numbers times ``c + j s`` (one pass;
+      complex64 with float32 tables for float32 input).
+    * fused, half, float32 input: the exact form's operations in float32 with the tables
+      rounded to float32 (the float32 form of the straightforward formula).
+    """
+
+    def __init__(self, xa, out, r, pairing, fused, check_finite):
+        self.h = h = r // 2
+        self.r = r
+        self.pairing = pairing
+        seq = xa.shape[-2]
+        g = int(np.prod(xa.shape[:-2], dtype=np.int64))
+        unit = xa.strides[-1] == xa.itemsize and out.strides[-1] == out.itemsize
+        self.complex = fused and pairing == "interleaved" and unit
+        narrow = fused and xa.dtype == np.float32  # float32 arithmetic (fused only)
+        self.ct = np.dtype(np.float32 if narrow else np.float64)
+        # a block: k heads x n positions x r features, about _BLOCK_ELEMS elements
+        self.n = n = max(1, min(seq, _BLOCK_ELEMS // max(r, 1)))
+        self.k = k = max(1, min(g, _BLOCK_ELEMS // max(n * r, 1))) if n == seq else 1
+        ct = self.ct
+        # x in the compute dtype when it is not already (widened, or a unit-stride copy)
+        self.needs_copy = xa.dtype != ct or (not self.complex and xa.strides[-1] != xa.itemsize)
+        if self.complex and not self.needs_copy and not check_finite:
+            # no scratch for x and nothing read twice: one product covers every head of a
+            # block of positions (only the complex table z, reused by each head, need stay in
+            # cache). With the finiteness check, blocks stay about _BLOCK_ELEMS elements, so
+            # that x is still in cache when the product reads it after the check.
+            self.k = k = g
+        if self.complex:
+            self.z = np.empty((n, h), dtype=np.complex64 if narrow else np.complex128)
+            self.xw = np.empty((k, n, r)) if self.needs_copy else None
+            self.w = None
         else:
-            _rotate_block(xb, cb, sb, ob, pairing, bufs)
+            self.xw = np.empty((k, n, r), dtype=ct) if self.needs_copy else None
+            self.w = np.empty((k, n, r), dtype=ct)  # the cross products p
+            self.cc = np.empty((n, r), dtype=ct)  # (c, c) in the pair layout
+            self.ss = np.empty((n, r), dtype=ct) if pairing == "half" else None  # (-s, s)
+            self.ns = np.empty((n, h), dtype=ct) if pairing != "half" else None  # -s
+            self.s_ct = np.empty((n, h), dtype=ct) if pairing != "half" else None  # s
+        self.check_finite = check_finite
+
+    def set_tables(self, cb, sb):
+        """Lay out the float64 tables of ``len(cb)`` positions for the chosen form."""
+        m = cb.shape[0]
+        if self.complex:
+            z = self.z[:m]
+            z.real = cb
+            z.imag = sb
+            return
+        c1, c2 = _pair_views(self.cc[:m], self.h, self.pairing)
+        np.copyto(c1, cb, casting="same_kind")  # float32 form: rounded to float32
+        np.copyto(c2, c1)
+        if self.pairing == "half":
+            s1, s2 = _pair_views(self.ss[:m], self.h, "half")
+            np.copyto(s2, sb, casting="same_kind")
+            np.negative(s2, out=s1)  # -s (exact)
+        else:
+            np.copyto(self.s_ct[:m], sb, casting="same_kind")
+            np.negative(self.s_ct[:m], out=self.ns[:m])
+
+    def rotate(self, xb, ob):
+        """``ob`` = ``xb`` rotated, for a block of ``k`` heads and ``m`` positions. ``ob`` may be
+        ``xb`` itself: everything is read into scratch before ``ob`` is written, or read and
+        written element by element."""
+        k, m = xb.shape[0], xb.shape[1]
+        if self.complex:
+            self._rotate_complex(xb, ob, k, m)
+            return
+        if self.needs_copy:
+            xw = self.xw[:k, :m]
+            np.copyto(xw, xb)  # widening is exact
+        else:
+            xw = xb
+        p = self.w[:k, :m]
+        if self.pairing == "half":
+            # the halves swapped: each row as two items of h features
+            vt = np.dtype((np.void, self.h * self.ct.itemsize))
+            xv, pv = xw.view(vt), p.view(vt)
+            pv[..., 0] = xv[..., 1]
+            pv[..., 1] = xv[..., 0]
+            np.multiply(p, self.ss[:m], out=p)  # (-(x2 s), x1 s)   [eq:rope-elementwise]
+        else:
+            x1, x2 = _pair_views(xw, self.h, "interleaved")
+            p1, p2 = _pair_views(p, self.h, "interleaved")
+            np.multiply(x2, self.ns[:m], out=p1)  # -(x2 s)   [eq:rope-elementwise]
+            np.multiply(x1, self.s_ct[:m], out=p2)  # x1 s
+        # p is non-finite wherever x is (inf * s and NaN * s are never finite); a finite sum of
+        # p proves x finite, and only then (or on overflow) is x tested entry by entry
+        if self.check_finite and not _block_sum_is_finite(p):
+            _require_finite(xb)
+        cc = self.cc[:m]
+        if ob.dtype == self.ct and xw is xb:
+            np.multiply(xb, cc, out=ob)  # (x1 c, x2 c)
+            np.add(ob, p, out=ob)  # (x1 c - x2 s, x2 c + x1 s)   [eq:rope-elementwise]
+            return
+        np.multiply(xw, cc, out=xw)  # xw is scratch here
+        if ob.dtype == self.ct:
+            np.add(xw, p, out=ob)  # [eq:rope-elementwise]
+            return
+        np.add(xw, p, out=xw)  # [eq:rope-elementwise]
+        np.copyto(ob, xw, casting="same_kind")  # one rounding to ob's dtype
+
+    def _rotate_complex(self, xb, ob, k, m):
+        z = self.z[:m]
+        if self.needs_copy:  # float16 and other input: widened to float64 block by block
+            t = self.xw[:k, :m]
+            np.copyto(t, xb)
+            if self.check_finite and not _block_sum_is_finite(t):
+                _require_finite(xb)
+            tc = t.view(np.complex128)
+            np.multiply(tc, z, out=tc)  # [eq:rope-complex]
+            np.copyto(ob, t, casting="same_kind")
+            return
+        if self.check_finite and not _block_sum_is_finite(xb):
+            _require_finite(xb)
+        np.multiply(xb.view(z.dtype), z, out=ob.view(z.dtype))  # [eq:rope-complex]
+
+
+def _rotate(xa, r, pairing, fused, out, tables, check_finite):
+    """Rotate the first ``r`` features of ``xa`` into ``out`` block by block;
+    ``tables(p0, p1, kern)`` returns the float64 (cos, sin) rows of positions p0..p1-1.
+    With ``check_finite`` each block of ``xa`` is checked for NaN/inf before its output is
+    written."""
+    seq = xa.shape[-2]
+    if xa.size:
+        kern = _Kernel(xa, out, r, pairing, fused, check_finite)
+        slabs = _slabs(xa, out)
+        for p0 in range(0, seq, kern.n):
+            p1 = min(seq, p0 + kern.n)
+            kern.set_tables(*tables(p0, p1, kern))
+            for x3, o3 in slabs:
+                for g0 in range(0, x3.shape[0], kern.k):
+                    g1 = g0 + kern.k
+                    kern.rotate(x3[g0:g1, p0:p1, :r], o3[g0:g1, p0:p1, :r])
     if r < xa.shape[-1]:
-        if check_finite and not np.all(np.isfinite(xa[..., r:])):
-            raise ValueError("x must contain only finite values (found NaN or inf)")
+        if check_finite:
+            _require_finite(xa[..., r:])
         if not (out is xa or np.shares_memory(out[..., r:], xa[..., r:])):
             out[..., r:] = xa[..., r:]
     return out
@@ -423,11 +502,6 @@ def _prepare_x_out(x, out, fused, pairing, check_finite):
         raise TypeError(f"fused must be True or False, got {fused!r}")
     if not isinstance(check_finite, bool):
         raise TypeError(f"check_finite must be True or False, got {check_finite!r}")
-    if fused and pairing != "interleaved":
-        raise ValueError(
-            "fused=True needs pairing='interleaved' (pairs adjacent in memory form the complex "
-            "numbers)"
-        )
     xa = as_float_array(x, "x", min_ndim=2, finite=False)
     dtype = result_dtype(xa)
     out = check_out(out, xa.shape, dtype)
@@ -463,22 +537,25 @@ def apply_rope_tables(
         rotation: every element is read before its place is written); any other overlap with
         ``x`` raises ValueError.
     fused : bool, default False
-        Interleaved pairing only: multiply the pairs as complex numbers, one NumPy pass over
-        ``x`` (see benchmarks/README.md for its cost). Not bit-identical to the default:
+        Use the fast form instead of the golden one (see benchmarks/README.md for the costs).
+        Not bit-identical to the default in general:
 
-        * float64 input: NumPy's complex product may use fused multiply-add, rounding
-          ``x1 c - x2 s`` once instead of twice; each entry is within
-          :math:`2^{-51}(|x_1 c| + |x_2 s|)` of the default.
-        * float32 input: the float64 tables are rounded to float32 and the arithmetic is
-          float32 (complex64); each entry is within :math:`2^{-22}(|x_1 c| + |x_2 s|)`
-          (4 float32 units of the products' size) of the float64 result.
-        * other floating input: widened to float64 block by block, as for float64.
+        * interleaved pairing: the pairs are multiplied as complex numbers, one NumPy pass
+          over ``x``. float64 input: NumPy's complex product may use fused multiply-add,
+          rounding ``x1 c - x2 s`` once instead of twice; each entry is within
+          :math:`2^{-51}(|x_1 c| + |x_2 s|)` of the default. float32 input: the tables are
+          rounded to float32 and the arithmetic is float32 (complex64). Other floating input
+          is widened to float64 block by block.
+        * half pairing: float32 input is computed in float32 (the default's operations with
+          the tables rounded to float32); other input gives exactly the default.
+        * float32 input, either pairing: each entry is within
+          :math:`2^{-22}(|x_1 c| + |x_2 s|)` (4 float32 units of the products' size) of the
+          float64 result.
 
-        ``fused=True`` is the fast path for interleaved pairing (in benchmarks/README.md it is
-        about 2-3x the copy floor against 6-13x for the default, and over 20x faster than
-        transformers' ``apply_rotary_pos_emb``); the default stays the golden reference,
+        ``fused=True`` is the fast path, near the copy floor for interleaved pairing and about
+        3x it for half pairing in float32; the default stays the golden reference,
         bit-identical to ``x1 c - x2 s`` and ``x1 s + x2 c`` in float64, and is never replaced
-        by the fused form implicitly.
+        by the fast form implicitly.
     check_finite : bool, default True
         Check ``x`` for NaN and inf (block by block) and raise ValueError if any is found,
         as ``scipy.linalg`` does. ``False`` skips the check, for speed (it is about half
@@ -496,9 +573,11 @@ def apply_rope_tables(
     -----
     Book equation ``eq:rope-elementwise``. With ``fused=False`` every entry is bit-identical
     to the float64 expressions ``x1 c - x2 s`` and ``x1 s + x2 c`` (float32/float16 input:
-    those float64 values rounded once to the input's dtype). Work proceeds in blocks of
-    positions: scratch memory is one float64 buffer of about 512 KiB (two for float32/float16
-    input; one block when x is smaller) plus the tables, never a second copy of ``x``.
+    those float64 values rounded once to the input's dtype), signed zeros included. Work
+    proceeds in blocks of about 2^16 elements (a range of positions of one head, or whole
+    sequences of a group of heads): scratch memory is one float64 buffer of about 512 KiB
+    (two for float32/float16 input; smaller when x is) plus the block's tables, never a
+    second copy of ``x``.
 
     Examples
     --------
@@ -524,7 +603,7 @@ def apply_rope_tables(
             "(the rotated width of x)"
         )
 
-    def tables(p0, p1, bufs):  # views of the given tables: the kernels only read them
+    def tables(p0, p1, kern):  # views of the given tables: the kernels only read them
         return c[p0:p1], s[p0:p1]
 
     return _rotate(xa, r, pairing, fused, out, tables, check_finite)
@@ -567,8 +646,9 @@ def apply_rope(
         in-place rotation (safe: every element is read before its place is written); any other
         overlap with ``x`` raises ValueError.
     fused : bool, default False
-        See :func:`apply_rope_tables`: interleaved pairing only, complex multiplication, faster,
-        within :math:`2^{-51}(|x_1 c| + |x_2 s|)` of the default instead of bit-identical.
+        See :func:`apply_rope_tables`: the fast form (complex product for interleaved
+        pairing; float32 arithmetic for float32 input), within stated bounds of the default
+        instead of bit-identical.
     check_finite : bool, default True
         See :func:`apply_rope_tables`: ``False`` skips the NaN/inf check of ``x`` (they then
         propagate to the affected pairs' outputs); same result on finite input.
@@ -589,8 +669,8 @@ def apply_rope(
     Exactness: with ``fused=False`` every entry is bit-identical to the float64 expressions
     ``x1 c - x2 s`` and ``x1 s + x2 c`` with ``c, s = cos_sin(positions, ...)`` (``np.cos`` and
     ``np.sin`` of the float64 angle), rounded once to float32/float16 for such input.
-    Memory: positions are processed in cache-sized blocks, tables included, so the scratch
-    is a few float64 buffers of about 512 KiB, never a second copy of ``x``.
+    Memory: x is processed in cache-sized blocks, tables included, so the scratch is a few
+    float64 buffers of about 512 KiB, never a second copy of ``x``.
 
     Examples
     --------
@@ -629,9 +709,13 @@ def apply_rope(
         theta = _inv_freq(r, base)
     scale = check_real(attention_scaling, "attention_scaling")
 
-    def tables(p0, p1, bufs):  # cos_sin's fast tables for these positions, bit for bit
+    buf = []  # float64 tables of one block of positions, allocated once per call
+
+    def tables(p0, p1, kern):  # cos_sin's fast tables for these positions, bit for bit
+        if not buf:
+            buf.extend((np.empty((kern.n, r // 2)), np.empty((kern.n, r // 2))))
         n = p1 - p0
-        return _fast_cos_sin(pos[p0:p1], theta, scale, out=(bufs.c[:n], bufs.s[:n]))
+        return _fast_cos_sin(pos[p0:p1], theta, scale, out=(buf[0][:n], buf[1][:n]))
 
     return _rotate(xa, r, pairing, fused, out, tables, check_finite)
 

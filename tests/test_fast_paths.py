@@ -1,5 +1,6 @@
 """Fast paths of apply_rope / apply_rope_tables: bit-identity with the straightforward float64
-formula, block boundaries, in-place rotation, the fused (complex) path's stated bound."""
+formula (signed zeros included), block boundaries and head groups, strided and transposed
+inputs, in-place rotation, the fused paths' stated bounds."""
 
 import numpy as np
 import pytest
@@ -29,10 +30,17 @@ def straightforward(x, pos, theta, pairing, scale=1.0, rotary_dim=None):
     return res.astype(np.asarray(x).dtype if np.asarray(x).dtype.kind == "f" else np.float64)
 
 
-@pytest.fixture
-def tiny_blocks(monkeypatch):
-    """Force many blocks of positions (and blocks of one position) to test the boundaries."""
-    monkeypatch.setattr(rotary, "_BLOCK_BYTES", 700)
+@pytest.fixture(params=[7, 40, 400])
+def tiny_blocks(monkeypatch, request):
+    """Force many small blocks: one position per block (7 elements), several positions per
+    block (40), and blocks of whole sequences for a group of heads (400)."""
+    monkeypatch.setattr(rotary, "_BLOCK_ELEMS", request.param)
+
+
+def bits(a):
+    """The bit patterns of a float array (so that -0.0 and 0.0 differ)."""
+    a = np.ascontiguousarray(a)
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
 
 
 shapes = st.tuples(
@@ -40,16 +48,55 @@ shapes = st.tuples(
 )
 
 
-@given(shape=shapes, pairing=st.sampled_from(["half", "interleaved"]), seed=st.integers(0, 99))
-def test_float64_bit_identical_to_the_straightforward_formula(shape, pairing, seed):
+@given(
+    shape=shapes,
+    pairing=st.sampled_from(["half", "interleaved"]),
+    seed=st.integers(0, 99),
+    block=st.sampled_from([7, 40, 1 << 16]),
+)
+def test_float64_bit_identical_to_the_straightforward_formula(shape, pairing, seed, block):
     heads, seq, r, extra = shape
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((heads, seq, r + extra))
+    x[rng.random(x.shape) < 0.2] = -0.0  # signed zeros must come out with the formula's sign
+    x[rng.random(x.shape) < 0.1] = 0.0
     pos = rng.integers(0, 10**6, seq)
+    pos[rng.random(seq) < 0.3] = 0  # sin = 0: products with signed zeros
     theta = refimpl.inv_freq(r, 500.0)
-    got = refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing, attention_scaling=1.25)
+    old = rotary._BLOCK_ELEMS
+    rotary._BLOCK_ELEMS = block
+    try:
+        got = refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing, attention_scaling=1.25)
+    finally:
+        rotary._BLOCK_ELEMS = old
     want = straightforward(x, pos, theta, pairing, scale=1.25)
-    assert np.array_equal(got, want)
+    assert np.array_equal(bits(got), bits(want))
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("layout", ["transposed", "strided-features", "non-mergeable"])
+def test_strided_and_transposed_inputs(tiny_blocks, pairing, dtype, layout):
+    """Views as models make them: (batch, seq, heads, d) transposed to (batch, heads, seq, d);
+    every other feature of a wider array; leading axes that cannot be merged into one."""
+    rng = np.random.default_rng(9)
+    if layout == "transposed":
+        x = rng.standard_normal((2, 11, 3, 8)).astype(dtype).transpose(0, 2, 1, 3)
+    elif layout == "strided-features":
+        x = rng.standard_normal((2, 3, 11, 16)).astype(dtype)[..., ::2]
+    else:
+        x = rng.standard_normal((4, 3, 11, 8)).astype(dtype)[::2, ::-1]
+    pos = np.arange(11) * 7919
+    theta = refimpl.inv_freq(8)
+    want = straightforward(x, pos, theta, pairing)
+    got = refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing)
+    assert np.array_equal(bits(got), bits(want))
+    out = np.empty((2, 3, 11, 16), dtype=dtype)[..., ::2]  # a strided out as well
+    refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing, out=out)
+    assert np.array_equal(bits(out), bits(want))
+    y = x.copy()
+    refimpl.apply_rope(y, pos, inv_freq=theta, pairing=pairing, out=y)
+    assert np.array_equal(bits(y), bits(want))
 
 
 @pytest.mark.parametrize("pairing", ["half", "interleaved"])
@@ -115,34 +162,40 @@ def test_non_finite_x_is_rejected_even_in_blocks(tiny_blocks):
         refimpl.apply_rope(x, np.arange(30), rotary_dim=2)  # in the pass-through part
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_fused_within_its_stated_bound(tiny_blocks, dtype):
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_fused_within_its_stated_bound(tiny_blocks, pairing, dtype):
     rng = np.random.default_rng(4)
     x = (rng.standard_normal((3, 41, 16)) * 10.0 ** rng.uniform(-3, 3, (3, 41, 1))).astype(dtype)
     pos = np.arange(41) * 977
     theta = refimpl.inv_freq(16)
-    exact = straightforward(x.astype(np.float64), pos, theta, "interleaved")
-    got = refimpl.apply_rope(x, pos, pairing="interleaved", fused=True)
+    exact = straightforward(x.astype(np.float64), pos, theta, pairing)
+    got = refimpl.apply_rope(x, pos, pairing=pairing, fused=True)
     assert got.dtype == dtype
     ang = np.multiply.outer(pos.astype(np.float64), theta)
     c, s = np.cos(ang), np.sin(ang)
-    x1, x2 = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
+    i1, i2 = refimpl.pair_indices(16, pairing)
+    x1, x2 = x[..., i1].astype(np.float64), x[..., i2].astype(np.float64)
     size = np.abs(x1 * c) + np.abs(x2 * s)  # |x1 c| + |x2 s|; the same for the second member
     size = np.maximum(size, np.abs(x1 * s) + np.abs(x2 * c))
-    unit = 2.0**-51 if dtype == np.float64 else 2.0**-22
+    if dtype == np.float16:  # float64 arithmetic, then one rounding to float16
+        want = refimpl.apply_rope(x, pos, pairing=pairing)
+        if pairing == "half":  # the exact form itself
+            assert np.array_equal(bits(got), bits(want))
+        # interleaved: the complex product (within 2^-51 of the exact sum) rounded once: at
+        # most one float16 unit from the default (2^-24: the subnormal spacing)
+        err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        assert np.all(err[..., i1] <= 2.0**-10 * size + 2.0**-24)
+        assert np.all(err[..., i2] <= 2.0**-10 * size + 2.0**-24)
+        return
     err = np.abs(got.astype(np.float64) - exact)
-    assert np.all(err[..., 0::2] <= unit * size)
-    assert np.all(err[..., 1::2] <= unit * size)
-    if dtype == np.float32:
+    if dtype == np.float32:  # float32 arithmetic with float32 tables
+        unit = 2.0**-22
         assert err.max() > 0  # really float32 arithmetic, not a copy of the default
-
-
-def test_fused_argument_errors():
-    x = np.ones((2, 4))
-    with pytest.raises(ValueError, match="fused=True needs pairing='interleaved'"):
-        refimpl.apply_rope(x, [0, 1], fused=True)
-    with pytest.raises(TypeError, match="fused must be True or False"):
-        refimpl.apply_rope(x, [0, 1], pairing="interleaved", fused=1)
+    else:  # float64: half is the exact form; interleaved may round x1 c - x2 s once (FMA)
+        unit = 0.0 if pairing == "half" else 2.0**-51
+    assert np.all(err[..., i1] <= unit * size)
+    assert np.all(err[..., i2] <= unit * size)
 
 
 def test_fused_on_non_contiguous_features_falls_back_to_the_exact_form():
@@ -174,13 +227,14 @@ def test_cos_sin_fast_is_cos_and_sin_of_the_float64_angle():
     assert np.array_equal(s, np.sin(ang) * 0.5)
 
 
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
 @pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-def test_finite_check_rejects_nan_and_inf_but_not_large_finite_values(fused, dtype):
+def test_finite_check_rejects_nan_and_inf_but_not_large_finite_values(pairing, fused, dtype):
     big = np.finfo(dtype).max / 2  # the block's sum overflows; the entries are finite
     x = np.full((2, 8, 4), big, dtype=dtype)
     c, s = refimpl.cos_sin(np.arange(8), dim=4)
-    kw = dict(pairing="interleaved", fused=fused)
+    kw = dict(pairing=pairing, fused=fused)
     got = refimpl.apply_rope_tables(x, c, s, **kw)
     assert got.shape == x.shape
     for bad in (np.nan, np.inf, -np.inf):
@@ -196,8 +250,6 @@ def test_finite_check_rejects_nan_and_inf_but_not_large_finite_values(fused, dty
 def test_check_finite_false_skips_the_check_and_changes_nothing_else(
     tiny_blocks, fused, pairing, dtype
 ):
-    if fused and pairing == "half":
-        pytest.skip("fused needs interleaved pairing")
     rng = np.random.default_rng(6)
     x = rng.standard_normal((2, 23, 12)).astype(dtype)
     pos = np.arange(23) * 311
