@@ -432,13 +432,13 @@ class _Kernel:
             # the halves swapped: each row as two items of h features
             vt = np.dtype((np.void, self.h * self.ct.itemsize))
             xv, pv = xw.view(vt), p.view(vt)
-            pv[..., 0] = xv[..., 1]
+            pv[..., 0] = xv[..., 1]  # x_pi   [eq:rope-swap-form]
             pv[..., 1] = xv[..., 0]
-            np.multiply(p, self.ss[:m], out=p)  # (-(x2 s), x1 s)   [eq:rope-elementwise]
+            np.multiply(p, self.ss[:m], out=p)  # (-(x2 s), x1 s)   [eq:rope-swap-form]
         else:
             x1, x2 = _pair_views(xw, self.h, "interleaved")
             p1, p2 = _pair_views(p, self.h, "interleaved")
-            np.multiply(x2, self.ns[:m], out=p1)  # -(x2 s)   [eq:rope-elementwise]
+            np.multiply(x2, self.ns[:m], out=p1)  # -(x2 s)   [eq:rope-swap-form]
             np.multiply(x1, self.s_ct[:m], out=p2)  # x1 s
         # p is non-finite wherever x is (inf * s and NaN * s are never finite); a finite sum of
         # p proves x finite, and only then (or on overflow) is x tested entry by entry
@@ -446,14 +446,14 @@ class _Kernel:
             _require_finite(xb)
         cc = self.cc[:m]
         if ob.dtype == self.ct and xw is xb:
-            np.multiply(xb, cc, out=ob)  # (x1 c, x2 c)
-            np.add(ob, p, out=ob)  # (x1 c - x2 s, x2 c + x1 s)   [eq:rope-elementwise]
+            np.multiply(xb, cc, out=ob)  # (x1 c, x2 c)   [eq:rope-swap-form]
+            np.add(ob, p, out=ob)  # (x1 c - x2 s, x2 c + x1 s)   [eq:rope-swap-form]
             return
         np.multiply(xw, cc, out=xw)  # xw is scratch here
         if ob.dtype == self.ct:
-            np.add(xw, p, out=ob)  # [eq:rope-elementwise]
+            np.add(xw, p, out=ob)  # [eq:rope-swap-form]
             return
-        np.add(xw, p, out=xw)  # [eq:rope-elementwise]
+        np.add(xw, p, out=xw)  # [eq:rope-swap-form]
         np.copyto(ob, xw, casting="same_kind")  # one rounding to ob's dtype
 
     def _rotate_complex(self, xb, ob, k, m):
