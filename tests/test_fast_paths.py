@@ -284,3 +284,31 @@ def test_check_finite_must_be_a_bool():
         refimpl.apply_rope_tables(
             np.ones((2, 4)), np.ones((2, 2)), np.zeros((2, 2)), check_finite=None
         )
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scratch_memory_is_bounded_by_the_block_not_by_x(pairing, fused, dtype):
+    """No temporary the size of x: with out given, the peak allocation is a few block-sized
+    buffers (tables included), far below x itself; without out, only the result is added."""
+    import tracemalloc
+
+    x = np.ones((8, 8192, 128), dtype=dtype)  # 32 or 64 MiB
+    pos = np.arange(8192)
+    c, s = refimpl.cos_sin(pos, dim=128)
+    out = np.empty_like(x)
+    bound = 8 * rotary._BLOCK_ELEMS * 8 + (1 << 16)  # eight float64 blocks (4 MiB) and change
+    assert bound < x.nbytes / 4
+    for call in (
+        lambda o: refimpl.apply_rope(x, pos, pairing=pairing, fused=fused, out=o),
+        lambda o: refimpl.apply_rope_tables(x, c, s, pairing=pairing, fused=fused, out=o),
+    ):
+        for o, allowed in ((out, bound), (None, bound + x.nbytes)):
+            tracemalloc.start()
+            try:
+                call(o)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert peak <= allowed, (peak, allowed)
