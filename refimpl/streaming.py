@@ -18,7 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import as_positions, check_choice, check_positive_int, check_real
-from .rotary import _fast_cos_sin, _resolve_inv_freq, cos_sin
+from .rotary import (
+    _addition_cos_sin,
+    _addition_lo_tables,
+    _check_addition_positions,
+    _fast_cos_sin,
+    _resolve_inv_freq,
+    cos_sin,
+)
 
 __all__ = [
     "STREAM_METHODS",
@@ -30,9 +37,6 @@ __all__ = [
 ]
 
 STREAM_METHODS = ("fast", "addition", "accurate")
-
-# Angle addition splits m = hi + lo with 0 <= lo < _ADDITION_SPAN (a power of two).
-_ADDITION_SPAN = 1024
 
 
 class ProgressPrinter:
@@ -87,34 +91,6 @@ def _positions_source(positions_or_count):
     return pos.shape[0], (lambda p0, p1: pos[p0:p1]), False
 
 
-def _addition_chunk(p0, n, theta, lo_tables, scale):
-    """cos/sin of (p0 + j) theta for j < n by angle addition from two small tables.
-
-    m = hi + lo with hi = K floor(m / K) and lo in [0, K) (the same split for every chunking):
-    the hi angle is one float64 product, as in the fast path, and the sum formula adds a few
-    roundings (see ``iter_cos_sin``)."""
-    k = _ADDITION_SPAN
-    c_lo, s_lo = lo_tables  # (K, h)
-    a0 = (p0 // k) * k  # rows are computed from the aligned start a0 and the first p0-a0 dropped
-    skip = p0 - a0
-    n += skip
-    q = -(-n // k)
-    hi = a0 + k * np.arange(q, dtype=np.float64)
-    c_hi, s_hi = _fast_cos_sin(hi, theta, 1.0)  # (q, h)
-    c_hi, s_hi = c_hi[:, None, :], s_hi[:, None, :]
-    h = theta.shape[0]
-    c = np.multiply(c_hi, c_lo, out=np.empty((q, k, h)))  # [eq:rope-angle-addition]
-    t = np.multiply(s_hi, s_lo, out=np.empty((q, k, h)))
-    c -= t  # cos(a + b) = cos a cos b - sin a sin b   [eq:rope-angle-addition]
-    s = np.multiply(s_hi, c_lo, out=t)
-    s += c_hi * s_lo  # sin(a + b) = sin a cos b + cos a sin b   [eq:rope-angle-addition]
-    c, s = c.reshape(q * k, h)[skip:n], s.reshape(q * k, h)[skip:n]
-    if scale != 1.0:
-        c *= scale  # [eq:rope-attention-scaling]
-        s *= scale
-    return c, s
-
-
 def iter_cos_sin(
     positions_or_count,
     inv_freq=None,
@@ -135,14 +111,9 @@ def iter_cos_sin(
     inv_freq, dim, base, attention_scaling
         As in :func:`refimpl.cos_sin`.
     method : {"fast", "addition", "accurate"}, default "fast"
-        ``"fast"`` and ``"accurate"``: exactly ``cos_sin(..., method=method)`` on each chunk
-        (bit-identical to the whole table). ``"addition"`` (non-negative integer positions):
-        :math:`m = h + l` with :math:`0 \le l < 1024`, and
-        :math:`\cos m\theta = \cos h\theta \cos l\theta - \sin h\theta \sin l\theta` (and the
-        sine likewise) from ``np.cos``/``np.sin`` of the float64 angles :math:`h\theta` and
-        :math:`l\theta`: a few multiplications per entry instead of a trigonometric call.
-        Its error against the exact :math:`\cos(m\theta)` (float64 :math:`\theta`) is at most
-        :math:`2^{-53}(|m\theta| + 8)`, the fast path's bound plus a few units.
+        Exactly ``cos_sin(..., method=method)`` on each chunk (bit-identical to the whole
+        table); ``"addition"`` (angle addition from two small tables, non-negative integer
+        positions) is described there.
     chunk : int, default 65536
         Positions per chunk (memory is a small multiple of ``chunk * len(inv_freq) * 8`` bytes).
     progress : callable, optional
@@ -177,14 +148,8 @@ def iter_cos_sin(
     lo_tables = None
     if method == "addition":
         if not is_count:
-            pos = get(0, total)
-            if total and (np.any(pos < 0) or np.any(pos != np.floor(pos))):
-                raise ValueError(
-                    "method='addition' needs non-negative integer positions "
-                    "(use a count or integer-valued positions)"
-                )
-        lo = np.arange(_ADDITION_SPAN, dtype=np.float64)
-        lo_tables = tuple(t[None, :, :] for t in _fast_cos_sin(lo, theta, 1.0))
+            _check_addition_positions(get(0, total))
+        lo_tables = _addition_lo_tables(theta)
     t0 = time.perf_counter()
     for p0 in range(0, total, size):
         p1 = min(total, p0 + size)
@@ -196,28 +161,11 @@ def iter_cos_sin(
                 c, s = cos_sin(pos, dim=dim, base=base, attention_scaling=scale, method=method)
             else:
                 c, s = cos_sin(pos, theta, attention_scaling=scale, method=method)
-        elif is_count:
-            c, s = _addition_chunk(p0, p1 - p0, theta, lo_tables, scale)
         else:
-            c, s = _addition_general(pos, theta, lo_tables, scale)
+            c, s = _addition_cos_sin(pos, theta, scale, lo_tables)
         if progress is not None:
             progress(p1, total, time.perf_counter() - t0)
         yield p0, c, s
-
-
-def _addition_general(pos, theta, lo_tables, scale):
-    """Angle addition for arbitrary non-negative integer positions (rows gathered)."""
-    k = _ADDITION_SPAN
-    lo = np.mod(pos, k).astype(np.intp)
-    hi = pos - lo
-    c_hi, s_hi = _fast_cos_sin(hi, theta, 1.0)
-    c_lo, s_lo = lo_tables[0][0][lo], lo_tables[1][0][lo]
-    c = c_hi * c_lo - s_hi * s_lo  # [eq:rope-angle-addition]
-    s = s_hi * c_lo + c_hi * s_lo  # [eq:rope-angle-addition]
-    if scale != 1.0:
-        c *= scale  # [eq:rope-attention-scaling]
-        s *= scale
-    return c, s
 
 
 def _npy_header(shape, dtype) -> bytes:
