@@ -646,8 +646,10 @@ def apply_rope_tables(
           :math:`2^{-51}(|x_1 c| + |x_2 s|)` of the default. float32 input: the tables are
           rounded to float32 and the arithmetic is float32 (complex64). Other floating input
           is widened to float64 block by block.
-        * half pairing: float32 input is computed in float32 (the default's operations with
-          the tables rounded to float32); other input gives exactly the default.
+        * half pairing: float32 input is computed in float32, bit-identical to
+          ``x1 c - x2 s`` and ``x1 s + x2 c`` evaluated in float32 with the tables rounded
+          once to float32 (what a float32 model computes); other input gives exactly the
+          default.
         * float32 input, either pairing: each entry is within
           :math:`2^{-22}(|x_1 c| + |x_2 s|)` (4 float32 units of the products' size) of the
           float64 result.

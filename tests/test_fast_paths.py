@@ -312,3 +312,22 @@ def test_scratch_memory_is_bounded_by_the_block_not_by_x(pairing, fused, dtype):
             finally:
                 tracemalloc.stop()
             assert peak <= allowed, (peak, allowed)
+
+
+@pytest.mark.parametrize("rotary_dim", [None, 10])
+def test_fused_half_float32_is_the_straightforward_formula_in_float32(tiny_blocks, rotary_dim):
+    """fused=True, half pairing, float32 input: bit for bit x1 c - x2 s, x1 s + x2 c evaluated in
+    float32 with the float64 tables rounded once to float32 (what a float32 model computes)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 29, 16)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = -0.0
+    pos = np.arange(29) * 4099
+    r = rotary_dim or 16
+    got = refimpl.apply_rope(x, pos, pairing="half", fused=True, rotary_dim=rotary_dim)
+    c, s = refimpl.cos_sin(pos, dim=r)
+    c32, s32 = c.astype(np.float32), s.astype(np.float32)
+    x1, x2 = x[..., : r // 2], x[..., r // 2 : r]
+    want = x.copy()
+    want[..., : r // 2] = x1 * c32 - x2 * s32  # float32 products and sum
+    want[..., r // 2 : r] = x1 * s32 + x2 * c32
+    assert np.array_equal(bits(got), bits(want))
