@@ -462,7 +462,6 @@ class _Kernel:
 
     def __init__(self, xa, out, r, pairing, fused, check_finite):
         self.h = h = r // 2
-        self.r = r
         self.pairing = pairing
         seq = xa.shape[-2]
         g = int(np.prod(xa.shape[:-2], dtype=np.int64))
