@@ -13,6 +13,7 @@ Conventions (see the book's notation page):
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
@@ -527,18 +528,22 @@ class _Kernel:
         else:
             xw = xb
         p = self.w[:k, :m]
-        if self.pairing == "half":
-            # the halves swapped: each row as two items of h features
-            vt = np.dtype((np.void, self.h * self.ct.itemsize))
-            xv, pv = xw.view(vt), p.view(vt)
-            pv[..., 0] = xv[..., 1]  # x_pi   [eq:rope-swap-form]
-            pv[..., 1] = xv[..., 0]
-            np.multiply(p, self.ss[:m], out=p)  # (-(x2 s), x1 s)   [eq:rope-swap-form]
-        else:
-            x1, x2 = _pair_views(xw, self.h, "interleaved")
-            p1, p2 = _pair_views(p, self.h, "interleaved")
-            np.multiply(x2, self.ns[:m], out=p1)  # -(x2 s)   [eq:rope-swap-form]
-            np.multiply(x1, self.s_ct[:m], out=p2)  # x1 s
+        # with the check, inf * 0 (inf in x at sin = 0) is reported as an error below, not
+        # as a NumPy warning first
+        quiet = np.errstate(invalid="ignore") if self.check_finite else contextlib.nullcontext()
+        with quiet:
+            if self.pairing == "half":
+                # the halves swapped: each row as two items of h features
+                vt = np.dtype((np.void, self.h * self.ct.itemsize))
+                xv, pv = xw.view(vt), p.view(vt)
+                pv[..., 0] = xv[..., 1]  # x_pi   [eq:rope-swap-form]
+                pv[..., 1] = xv[..., 0]
+                np.multiply(p, self.ss[:m], out=p)  # (-(x2 s), x1 s)   [eq:rope-swap-form]
+            else:
+                x1, x2 = _pair_views(xw, self.h, "interleaved")
+                p1, p2 = _pair_views(p, self.h, "interleaved")
+                np.multiply(x2, self.ns[:m], out=p1)  # -(x2 s)   [eq:rope-swap-form]
+                np.multiply(x1, self.s_ct[:m], out=p2)  # x1 s
         # p is non-finite wherever x is (inf * s and NaN * s are never finite); a finite sum of
         # p proves x finite, and only then (or on overflow) is x tested entry by entry
         if self.check_finite and not _block_sum_is_finite(p):

@@ -2,6 +2,8 @@
 formula (signed zeros included), block boundaries and head groups, strided and transposed
 inputs, in-place rotation, the fused paths' stated bounds."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -331,3 +333,30 @@ def test_fused_half_float32_is_the_straightforward_formula_in_float32(tiny_block
     want[..., : r // 2] = x1 * c32 - x2 * s32  # float32 products and sum
     want[..., r // 2 : r] = x1 * s32 + x2 * c32
     assert np.array_equal(bits(got), bits(want))
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_finite_check_on_blocks_large_enough_for_blas(pairing, fused, dtype):
+    """Blocks of 2^15 elements are summed by BLAS matrix-vector products: NaN and inf anywhere
+    are still found, and sums that overflow on finite values still pass."""
+    x = np.ones((2, 512, 64), dtype=dtype)
+    pos = np.arange(512)
+    c, s = refimpl.cos_sin(pos, dim=64)
+    kw = dict(pairing=pairing, fused=fused)
+    for where in [(0, 0, 0), (1, 511, 63), (1, 300, 17)]:
+        for bad in (np.nan, np.inf, -np.inf):
+            y = x.copy()
+            y[where] = bad
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # the error, not a NumPy warning first
+                with pytest.raises(ValueError, match="x must contain only finite values"):
+                    refimpl.apply_rope_tables(y, c, s, **kw)
+    big = np.full_like(x, np.finfo(dtype).max / 4)  # finite; the block sums overflow
+    got = refimpl.apply_rope_tables(big, c, s, **kw)
+    assert got.shape == x.shape
+    cn = c.copy()
+    cn[400, 5] = np.nan  # the tables (2^15 entries) are checked the same way
+    with pytest.raises(ValueError, match="cos must contain only finite values"):
+        refimpl.apply_rope_tables(x, cn, s, **kw)
