@@ -30,7 +30,7 @@ from ._checks import (
     check_positive_int,
     check_real,
     result_dtype,
-    rows_sum_is_finite,
+    sum_is_finite,
 )
 
 __all__ = [
@@ -264,9 +264,8 @@ def _check_addition_positions(pos):
 
 
 def _addition_lo_tables(theta):
-    """cos/sin of ``l theta`` for ``l < _ADDITION_SPAN``, shaped (1, K, h) for broadcasting."""
-    lo = np.arange(_ADDITION_SPAN, dtype=np.float64)
-    return tuple(t[None, :, :] for t in _fast_cos_sin(lo, theta, 1.0))
+    """cos/sin of ``l theta`` for ``l < _ADDITION_SPAN``, each shaped (K, h)."""
+    return _fast_cos_sin(np.arange(_ADDITION_SPAN, dtype=np.float64), theta, 1.0)
 
 
 def _addition_cos_sin(pos, theta, scale, lo_tables=None):
@@ -293,7 +292,7 @@ def _addition_chunk(p0, n, theta, lo_tables, scale):
     positions, per block) with cache-sized temporaries: blocks that lie wholly inside the
     requested range are computed in place, the partial ones at either end in scratch."""
     k = _ADDITION_SPAN
-    c_lo, s_lo = lo_tables[0][0], lo_tables[1][0]  # (K, h)
+    c_lo, s_lo = lo_tables  # (K, h)
     h = theta.shape[0]
     c_out, s_out = np.empty((n, h)), np.empty((n, h))
     a0 = (p0 // k) * k  # blocks start at multiples of K
@@ -329,7 +328,7 @@ def _addition_general(pos, theta, lo_tables, scale):
     c_hi, s_hi = _fast_cos_sin(hi, theta, 1.0)
     c_hi, s_hi = c_hi[rows], s_hi[rows]
     li = lo.astype(np.intp)
-    c_lo, s_lo = lo_tables[0][0][li], lo_tables[1][0][li]
+    c_lo, s_lo = lo_tables[0][li], lo_tables[1][li]
     c = c_hi * c_lo - s_hi * s_lo  # [eq:rope-angle-addition]
     s = s_hi * c_lo + c_hi * s_lo  # [eq:rope-angle-addition]
     if scale != 1.0:
@@ -424,19 +423,6 @@ def _slabs(xa, out):
     return [(xa[i][None], out[i][None]) for i in np.ndindex(xa.shape[:-2])]
 
 
-def _block_sum_is_finite(a):
-    """True if the sum of the entries of the block ``a`` (k, m, r) is finite (then every entry
-    is finite; see ``rows_sum_is_finite``). Each head's (m, r) block is summed with BLAS when
-    it is contiguous, with ``np.sum`` otherwise."""
-    k, m, r = a.shape
-    rows = a.strides[2] == a.itemsize and a.strides[1] == r * a.itemsize
-    if rows and a.dtype in (np.float32, np.float64):
-        return rows_sum_is_finite(a.reshape(k, m * r))
-    acc = np.float32 if a.dtype == np.float16 else None  # float16 sums overflow early
-    with np.errstate(over="ignore", invalid="ignore"):
-        return bool(np.isfinite(np.sum(a, dtype=acc)))
-
-
 def _require_finite(a):
     if not np.all(np.isfinite(a)):
         raise ValueError("x must contain only finite values (found NaN or inf)")
@@ -457,8 +443,9 @@ class _Kernel:
       are two stride-2 products over the whole block.
     * fused, interleaved: pairs viewed as complex numbers times ``c + j s`` (one pass;
       complex64 with float32 tables for float32 input).
-    * fused, half, float32 input: the exact form's operations in float32 with the tables
-      rounded to float32 (the float32 form of the straightforward formula).
+    * fused, float32 input without the complex view (half pairing, or interleaved features
+      with a stride): the exact form's operations in float32 with the tables rounded to
+      float32 (the float32 evaluation of the straightforward formula).
     """
 
     def __init__(self, xa, out, r, pairing, fused, check_finite):
@@ -546,7 +533,7 @@ class _Kernel:
                 np.multiply(x1, self.s_ct[:m], out=p2)  # x1 s
         # p is non-finite wherever x is (inf * s and NaN * s are never finite); a finite sum of
         # p proves x finite, and only then (or on overflow) is x tested entry by entry
-        if self.check_finite and not _block_sum_is_finite(p):
+        if self.check_finite and not sum_is_finite(p):
             _require_finite(xb)
         cc = self.cc[:m]
         if ob.dtype == self.ct and xw is xb:
@@ -565,13 +552,13 @@ class _Kernel:
         if self.needs_copy:  # float16 and other input: widened to float64 block by block
             t = self.xw[:k, :m]
             np.copyto(t, xb)
-            if self.check_finite and not _block_sum_is_finite(t):
+            if self.check_finite and not sum_is_finite(t):
                 _require_finite(xb)
             tc = t.view(np.complex128)
             np.multiply(tc, z, out=tc)  # [eq:rope-complex]
             np.copyto(ob, t, casting="same_kind")
             return
-        if self.check_finite and not _block_sum_is_finite(xb):
+        if self.check_finite and not sum_is_finite(xb):
             _require_finite(xb)
         np.multiply(xb.view(z.dtype), z, out=ob.view(z.dtype))  # [eq:rope-complex]
 
