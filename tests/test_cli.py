@@ -63,17 +63,26 @@ def test_golden_writes_tables_and_metadata(cfg_path, tmp_path, precision, capsys
     assert meta["rope_type"] == "llama3" and "refimpl_version" in meta
 
 
-def test_golden_dynamic_defaults_seq_len_to_positions(tmp_path):
-    cfg = {
-        "head_dim": 16,
-        "max_position_embeddings": 100,
-        "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0},
-    }
+DYNAMIC_CFG = {
+    "head_dim": 16,
+    "max_position_embeddings": 100,
+    "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0},
+}
+
+
+@pytest.fixture
+def dynamic_config(tmp_path):
+    """A dynamic-NTK config.json (original length 100) written to a temporary file."""
     p = tmp_path / "c.json"
-    p.write_text(json.dumps(cfg))
+    p.write_text(json.dumps(DYNAMIC_CFG))
+    return p
+
+
+def test_golden_dynamic_defaults_seq_len_to_positions(tmp_path, dynamic_config):
+    p = dynamic_config
     out = tmp_path / "g.npz"
     assert main(["golden", str(p), "--positions", "400", "--out", str(out)]) == 0
-    want = rope_from_config(cfg, seq_len=400).inv_freq
+    want = rope_from_config(DYNAMIC_CFG, seq_len=400).inv_freq
     np.testing.assert_array_equal(np.load(out)["inv_freq"], want)
 
 
@@ -170,14 +179,10 @@ def test_golden_chunk_must_be_positive(cfg_path, tmp_path, capsys):
     assert "--chunk must be positive" in capsys.readouterr().err
 
 
-def test_golden_refuses_positions_past_a_dynamic_seq_len_before_writing(tmp_path, capsys):
-    cfg = {
-        "head_dim": 16,
-        "max_position_embeddings": 100,
-        "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0},
-    }
-    p = tmp_path / "c.json"
-    p.write_text(json.dumps(cfg))
+def test_golden_refuses_positions_past_a_dynamic_seq_len_before_writing(
+    tmp_path, capsys, dynamic_config
+):
+    p = dynamic_config
     out = tmp_path / "g.npz"
     args = ["golden", str(p), "--positions", "400", "--seq-len", "200", "--out", str(out)]
     assert main(args) == 2

@@ -24,9 +24,7 @@ def _load_tests():
 def main() -> None:
     import numpy as np
     import torch
-    from transformers import LlamaConfig
     from transformers import __version__ as tf_version
-    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
     import refimpl
 
@@ -37,20 +35,12 @@ def main() -> None:
     print(f"x (1, {t.HEADS}, {t.SEQ}, {t.DIM}), positions 5 + 3k up to {5 + 3 * (t.SEQ - 1)}\n")
     print("| device | dtype | peer | max error | max error / bound | position of max |")
     print("| --- | --- | --- | --- | --- | --- |")
-    cfg = LlamaConfig(
-        hidden_size=t.DIM * t.HEADS,
-        num_attention_heads=t.HEADS,
-        max_position_embeddings=8192,
-        rope_parameters={"rope_type": "default", "rope_theta": t.BASE},
-    )
     for device in devices:
         for dtype in t.DTYPES:
             q, pos = t._inputs(dtype, device)
             x64 = q.float().cpu().numpy().astype(np.float64)
-            rope = LlamaRotaryEmbedding(cfg).to(device)
-            cos, sin = rope(q, pos[None].to(device))
             peers = {
-                "transformers (half)": ("half", apply_rotary_pos_emb(q, q, cos, sin)[0]),
+                "transformers (half)": ("half", t._transformers_apply(q, pos, device)),
                 "Meta complex (interleaved)": (
                     "interleaved",
                     t._meta_apply(q, t._meta_freqs_cis(t.DIM, pos, t.BASE, device)),

@@ -59,10 +59,8 @@ def _bound(x64, pairing, dtype):
     return out
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_transformers_rotary_embedding_and_apply(device, dtype):
-    pytest.importorskip("transformers", reason="transformers is not installed")
+def _transformers_apply(q, pos, device):
+    """transformers' LlamaRotaryEmbedding tables (in q's dtype) applied by apply_rotary_pos_emb."""
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
@@ -72,11 +70,18 @@ def test_transformers_rotary_embedding_and_apply(device, dtype):
         max_position_embeddings=8192,
         rope_parameters={"rope_type": "default", "rope_theta": BASE},
     )
-    q, pos = _inputs(dtype, device)
     rope = LlamaRotaryEmbedding(cfg).to(device)
     cos, sin = rope(q, pos[None].to(device))
     assert cos.dtype == q.dtype
-    got, _ = apply_rotary_pos_emb(q, q, cos, sin)
+    return apply_rotary_pos_emb(q, q, cos, sin)[0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transformers_rotary_embedding_and_apply(device, dtype):
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    q, pos = _inputs(dtype, device)
+    got = _transformers_apply(q, pos, device)
     x64 = q.float().cpu().numpy().astype(np.float64)
     ref = refimpl.apply_rope(x64, pos.numpy(), base=BASE, pairing="half")
     err = np.abs(got.float().cpu().numpy().astype(np.float64) - ref)
