@@ -91,3 +91,6 @@ bench: $(TORCH_STAMP)
 	cd benchmarks && ../$(PY) bench_book.py
 	cd benchmarks && ../$(PY) bench_tests.py
 
+
+# Targets of individual areas (workbook, engines, conformance, ...) live in mk/*.mk.
+-include $(wildcard mk/*.mk)
