@@ -88,7 +88,7 @@ def rerope_relative_positions(
     array([[-3.5, -3. , -2.5, -2. , -1. ,  0. ]])
     """
     w = check_positive_int(window, "window")
-    i, j, dist = _grid(q_len, k_len, query_offset)
+    _, _, dist = _grid(q_len, k_len, query_offset)
     dist = dist.astype(np.float64)
     if leak is None:
         far = np.full_like(dist, float(w))  # [eq:remap-rerope]
@@ -132,8 +132,9 @@ def self_extend_relative_positions(
     -----
     Book equation ``eq:remap-self-extend`` (Jin et al., 2024). The shift
     :math:`W - \lfloor W/G \rfloor` makes the grouped distance continue the neighbour
-    distances at the window's edge (exactly when :math:`G` divides :math:`W`); the largest distance the model sees at length :math:`L` is
-    about :math:`W + (L - W)/G`. ``group=1`` is ordinary RoPE.
+    distances at the window's edge (exactly when :math:`G` divides :math:`W`); the
+    largest distance the model sees at length :math:`L` is about :math:`W + (L - W)/G`.
+    ``group=1`` is ordinary RoPE.
 
     Examples
     --------
@@ -284,7 +285,13 @@ def _group_cache(cache, n_past, ga_i, g, w):
 
 
 def relative_rope_scores(
-    q, k, relative, inv_freq=None, *, dim: int | None = None, base: float = 10000.0,
+    q,
+    k,
+    relative,
+    inv_freq=None,
+    *,
+    dim: int | None = None,
+    base: float = 10000.0,
     pairing: str = "half",
 ) -> np.ndarray:
     r"""RoPE attention scores for any matrix of relative positions.

@@ -1,4 +1,4 @@
-"""Training-free position maps (refimpl.remap) against loop oracles and their defining properties."""
+"""Training-free position maps (refimpl.remap): loop oracles and defining properties."""
 
 import numpy as np
 import pytest
@@ -158,8 +158,9 @@ def _cache_loop(n_tokens, g, w, batch):
     return queries, cells
 
 
-@given(st.integers(0, 80), st.sampled_from([(1, 4), (2, 4), (2, 8), (4, 8), (3, 9)]),
-       st.integers(1, 5))
+@given(
+    st.integers(0, 80), st.sampled_from([(1, 4), (2, 4), (2, 8), (4, 8), (3, 9)]), st.integers(1, 5)
+)
 def test_self_extend_cache_equals_loop(n, gw, batch):
     g, w = gw
     q, kv = self_extend_cache_positions(n, group=g, window=w, batch=batch)
@@ -209,8 +210,10 @@ def test_repeated_float32_shifts_accumulate_rounding():
         (lambda: self_extend_relative_positions(4, group=0, window=2), "group"),
         (lambda: dual_chunk_relative_positions(4, chunk_size=4, local_size=4), "chunk_size"),
         (lambda: self_extend_cache_positions(4, group=3, window=4), "multiple"),
-        (lambda: relative_rope_scores(np.ones((2, 4)), np.ones((3, 4)), np.zeros((3, 2))),
-         "relative"),
+        (
+            lambda: relative_rope_scores(np.ones((2, 4)), np.ones((3, 4)), np.zeros((3, 2))),
+            "relative",
+        ),
         (lambda: rerotate_keys(np.ones((3, 4)), [1.0, 2.0]), "delta"),
     ],
 )
