@@ -169,6 +169,7 @@ def plot_wrong_pairing(positions, errors):
     ax.set_xlabel("relative distance n - m (tokens)")
     ax.set_ylabel("|score error| / |score scale|")
     ax.legend()
+    return fig
 
 
 # --- Part "What the encodings do" (trained toy models; reads experiments/results/*.json) ---
