@@ -1,5 +1,6 @@
-"""Additive attention biases that encode relative position: ALiBi's linear penalties and T5's
-bucketed, learned per-head biases.
+"""Additive attention biases that encode relative position: ALiBi's linear penalties, T5's
+bucketed, learned per-head biases, and the functional biases that generalise them (Kerple's
+kernels, Sandwich's sinusoidal inner products, FIRE's learned function of normalised distance).
 
 Conventions: biases have shape ``(n_heads, q_len, k_len)`` and are added to the attention
 logits before the softmax; relative position = key position - query position. When
@@ -14,15 +15,32 @@ import math
 
 import numpy as np
 
-from ._checks import as_float_array, check_count, check_out, check_positive_int
+from ._checks import (
+    as_float_array,
+    check_base,
+    check_choice,
+    check_count,
+    check_dim,
+    check_out,
+    check_positive,
+    check_positive_int,
+)
 
 __all__ = [
+    "KERPLE_FORMS",
     "alibi_bias",
     "alibi_shifted_bias",
     "alibi_slopes",
+    "fire_bias",
+    "kerple_bias",
+    "sandwich_bias",
     "t5_bias",
     "t5_relative_position_bucket",
 ]
+
+KERPLE_FORMS = ("log", "power")
+# Kerple's power kernel -r1 |i-j|^r2 is conditionally positive definite only for 0 < r2 <= 2.
+_KERPLE_MAX_POWER = 2.0
 
 
 def _geometric_slopes(n: int) -> np.ndarray:
@@ -374,3 +392,208 @@ def t5_bias(
         rel, bidirectional=bidirectional, num_buckets=nb, max_distance=max_distance
     )
     return np.moveaxis(tab[b], -1, 0)  # [eq:t5-bias]
+
+
+def _head_params(values, name: str, *, n_heads: int | None = None) -> np.ndarray:
+    """A positive per-head parameter vector (shape (n_heads,))."""
+    v = as_float_array(values, name, ndim=1).astype(np.float64)
+    if v.shape[0] == 0:
+        raise ValueError(f"{name} must have one entry per head, got none")
+    if n_heads is not None and v.shape[0] != n_heads:
+        raise ValueError(f"{name} must have n_heads = {n_heads} entries, got {v.shape[0]}")
+    if np.any(v <= 0):
+        raise ValueError(f"{name} must be positive for every head, got {v.tolist()}")
+    return v
+
+
+def _causal_fill(values: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    """Set future keys (i - j < 0) to -inf, the causal mask as part of the bias."""
+    values[:, dist < 0] = -np.inf
+    return values
+
+
+def kerple_bias(
+    q_len: int,
+    k_len: int | None = None,
+    *,
+    r1,
+    r2,
+    form: str = "log",
+    causal: bool = True,
+    query_offset: int | None = None,
+) -> np.ndarray:
+    r"""Kerple's kernelised relative bias, log or power form.
+
+    Parameters
+    ----------
+    q_len, k_len : int
+        Numbers of queries and keys (``k_len`` defaults to ``q_len``).
+    r1, r2 : array_like, shape (n_heads,)
+        The learned positive parameters of every head.
+    form : {"log", "power"}, default "log"
+        ``"log"``: :math:`-r_1 \log(1 + r_2 |i - j|)`; ``"power"``: :math:`-r_1 |i - j|^{r_2}`
+        with :math:`0 < r_2 \le 2`.
+    causal : bool, default True
+        ``True``: future keys get ``-inf``. ``False``: the symmetric bias for every key.
+    query_offset : int, optional
+        Position of the first query (default ``k_len - q_len``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_heads, q_len, k_len), float64
+
+    Notes
+    -----
+    Book equations ``eq:kerple-log`` and ``eq:kerple-power`` (Chi et al., 2022). The power form
+    with :math:`r_2 = 1` is ALiBi with slope :math:`r_1`.
+
+    Examples
+    --------
+    >>> kerple_bias(1, 3, r1=[1.0], r2=[1.0], form="power")[0]
+    array([[-2., -1., -0.]])
+    """
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    kind = check_choice(form, "form", KERPLE_FORMS)
+    a = _head_params(r1, "r1")
+    b = _head_params(r2, "r2", n_heads=a.shape[0])
+    if kind == "power" and np.any(b > _KERPLE_MAX_POWER):
+        raise ValueError(f"r2 must be <= 2 in the power form (a valid kernel), got {b.tolist()}")
+    _, _, i, j = _query_key_positions(q_len, k_len, query_offset)
+    dist = i[:, None] - j[None, :]  # (q_len, k_len): i - j
+    r = np.abs(dist)[None, :, :]
+    if kind == "log":
+        res = -a[:, None, None] * np.log1p(b[:, None, None] * r)  # [eq:kerple-log]
+    else:
+        res = -a[:, None, None] * r ** b[:, None, None]  # [eq:kerple-power]
+    return _causal_fill(res, dist) if causal else res
+
+
+def sandwich_bias(
+    scales,
+    q_len: int,
+    k_len: int | None = None,
+    *,
+    dim: int = 128,
+    base: float = 10000.0,
+    causal: bool = True,
+    query_offset: int | None = None,
+) -> np.ndarray:
+    r"""Sandwich's parameter-free bias: inner products of sinusoidal encodings.
+
+    Parameters
+    ----------
+    scales : array_like, shape (n_heads,)
+        :math:`\lambda_h > 0`, the weight of the bias in every head.
+    q_len, k_len : int
+        Numbers of queries and keys (``k_len`` defaults to ``q_len``).
+    dim : int, default 128
+        Width :math:`\bar d` of the sinusoidal encodings (even).
+    base : float, default 10000.0
+        Base of their frequencies :math:`\omega_k = b^{-2k/\bar d}`.
+    causal : bool, default True
+        ``True``: future keys get ``-inf``.
+    query_offset : int, optional
+        Position of the first query (default ``k_len - q_len``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_heads, q_len, k_len), float64
+        :math:`\lambda_h\, p_i^\top p_j = \lambda_h \sum_k \cos((i - j)\,\omega_k)`.
+
+    Notes
+    -----
+    Book equation ``eq:sandwich-bias`` (Chi et al., 2023). The inner product of two sinusoidal
+    encodings depends only on :math:`i - j` (the book proves it), so the bias is relative;
+    adding a constant (the paper's :math:`-\bar d/2`) leaves every softmax unchanged.
+
+    Examples
+    --------
+    >>> sandwich_bias([1.0], 1, 2, dim=2)[0]  # cos(1), cos(0)
+    array([[0.54030231, 1.        ]])
+    """
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    lam = _head_params(scales, "scales")
+    d = check_dim(dim, "dim")
+    b = check_base(base)
+    omega = b ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # (dim/2,)
+    _, _, i, j = _query_key_positions(q_len, k_len, query_offset)
+    dist = i[:, None] - j[None, :]
+    inner = np.cos(dist[:, :, None] * omega).sum(axis=-1)  # [eq:sandwich-bias]
+    res = lam[:, None, None] * inner[None, :, :]
+    return _causal_fill(res, dist) if causal else res
+
+
+def _fire_mlp(mlp):
+    """Validate FIRE's MLP weights ``(w1, b1, w2, b2)`` (hidden ``(H,)``, out ``(n_heads, H)``)."""
+    if not isinstance(mlp, (tuple, list)) or len(mlp) != 4:
+        raise TypeError("mlp must be a tuple (w1, b1, w2, b2) of the MLP's weights")
+    w1 = as_float_array(mlp[0], "mlp w1", ndim=1).astype(np.float64)
+    b1 = as_float_array(mlp[1], "mlp b1", ndim=1).astype(np.float64)
+    w2 = as_float_array(mlp[2], "mlp w2", ndim=2).astype(np.float64)
+    b2 = as_float_array(mlp[3], "mlp b2", ndim=1).astype(np.float64)
+    if not (w1.shape == b1.shape and w2.shape[1] == w1.shape[0] and b2.shape[0] == w2.shape[0]):
+        raise ValueError(
+            "mlp shapes must be w1 (H,), b1 (H,), w2 (n_heads, H), b2 (n_heads,), got "
+            f"{w1.shape}, {b1.shape}, {w2.shape}, {b2.shape}"
+        )
+    return w1, b1, w2, b2
+
+
+def fire_bias(
+    mlp,
+    q_len: int,
+    k_len: int | None = None,
+    *,
+    c: float = 1.0,
+    threshold: float = 512.0,
+    query_offset: int | None = None,
+) -> np.ndarray:
+    r"""FIRE's learned bias of the normalised, log-compressed distance (causal).
+
+    Parameters
+    ----------
+    mlp : tuple (w1, b1, w2, b2)
+        Weights of :math:`f_\theta(x) = W_2\,\mathrm{ReLU}(w_1 x + b_1) + b_2`: ``w1`` and
+        ``b1`` of shape ``(H,)``, ``w2`` of shape ``(n_heads, H)``, ``b2`` of shape
+        ``(n_heads,)`` (one hidden layer, as in the paper).
+    q_len, k_len : int
+        Numbers of queries and keys (``k_len`` defaults to ``q_len``).
+    c : float, default 1.0
+        :math:`c > 0` in :math:`\psi(x) = \log(c x + 1)` (learned in the paper).
+    threshold : float, default 512.0
+        :math:`L > 0`: queries before position :math:`L` normalise by :math:`\psi(L)`.
+    query_offset : int, optional
+        Position of the first query (default ``k_len - q_len``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_heads, q_len, k_len), float64
+        :math:`f_\theta\big(\psi(i - j) / \psi(\max(L, i))\big)` for :math:`j \le i`,
+        ``-inf`` for future keys.
+
+    Notes
+    -----
+    Book equation ``eq:fire-bias`` (Li et al., 2024). The normalised input lies in
+    :math:`[0, 1]` at every length, which is how FIRE transfers to longer inputs; with the
+    normalisation removed (a huge :math:`L`) and a linear :math:`f` it is a log-distance
+    Kerple-like bias.
+
+    Examples
+    --------
+    >>> mlp = ([1.0], [0.0], [[-1.0]], [0.0])  # f(x) = -max(x, 0)
+    >>> fire_bias(mlp, 1, 3, threshold=1.0)[0].round(4)  # psi(2)/psi(2), psi(1)/psi(2), 0
+    array([[-1.    , -0.6309, -0.    ]])
+    """
+    w1, b1, w2, b2 = _fire_mlp(mlp)
+    cc = check_positive(c, "c")
+    big_l = check_positive(threshold, "threshold")
+    _, _, i, j = _query_key_positions(q_len, k_len, query_offset)
+    dist = i[:, None] - j[None, :]
+    num = np.log1p(cc * np.maximum(dist, 0.0))
+    den = np.log1p(cc * np.maximum(big_l, i))[:, None]
+    x = num / den  # (q_len, k_len) in [0, 1]  [eq:fire-bias]
+    hidden = np.maximum(x[..., None] * w1 + b1, 0.0)  # (q_len, k_len, H)
+    res = np.moveaxis(hidden @ w2.T + b2, -1, 0)  # (n_heads, q_len, k_len)
+    return _causal_fill(np.ascontiguousarray(res), dist)
