@@ -12,6 +12,13 @@ Which grader to call from a page:
 * frequencies of any scaling method (linear, ntk, llama3, longrope, ...) ->
   :func:`grade_scaled_inv_freq`
 * ALiBi slopes -> :func:`grade_alibi_slopes` (needs :mod:`refimpl.bias`)
+* any number or array with a tolerance -> :func:`grade_value`
+* a SymPy expression, compared symbolically -> :func:`grade_expression`
+* any function run on hidden inputs -> :func:`grade_function`
+
+A grader never raises because of the reader's answer: a function that raises, an answer of the
+wrong type or shape, or one with NaN is a failing :class:`Grade` whose hint says so. It raises
+only for bad grader arguments (``dim``, ``base``, ``rtol``, ...), naming the argument.
 """
 
 from __future__ import annotations
@@ -21,7 +28,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._checks import check_base, check_dim, check_pairing, check_positive, check_positive_int
+from ._checks import (
+    check_base,
+    check_dim,
+    check_nonnegative,
+    check_pairing,
+    check_positive,
+    check_positive_int,
+)
 from .absolute import sinusoidal
 from .check import check_rope
 from .numerics import round_to
@@ -32,15 +46,20 @@ __all__ = [
     "Grade",
     "grade_alibi_slopes",
     "grade_apply_rope",
+    "grade_expression",
+    "grade_function",
     "grade_inv_freq",
     "grade_rotated",
     "grade_scaled_inv_freq",
     "grade_sinusoidal",
+    "grade_value",
     "grade_yarn_inv_freq",
 ]
 
 #: Relative tolerance of the array graders: float32 answers (unit roundoff 6e-8) pass.
 DEFAULT_RTOL = 1e-6
+#: A tolerance of 1 or more would accept any answer of the right sign and magnitude.
+MAX_RTOL = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,10 +86,26 @@ class Grade:
         return self.hint
 
 
+def _check_rtol(rtol) -> float:
+    """Return a grader's relative tolerance: a real number with 0 < rtol < MAX_RTOL."""
+    rtol = check_positive(rtol, "rtol")
+    if rtol >= MAX_RTOL:
+        raise ValueError(f"rtol must be below {MAX_RTOL:g} (a relative tolerance), got {rtol}")
+    return rtol
+
+
+class _NotNumeric(Exception):
+    """The reader's answer is not a real numeric array (becomes a failing Grade)."""
+
+
 def _as_answer(answer, name: str = "answer") -> np.ndarray:
-    arr = np.asarray(answer)
+    try:
+        arr = np.asarray(answer)
+    except (TypeError, ValueError) as exc:  # ragged lists and the like
+        raise _NotNumeric(f"{name} must be a real numeric array: {exc}") from None
     if arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+        kind = type(answer).__name__ if arr.dtype == object else f"dtype {arr.dtype}"
+        raise _NotNumeric(f"{name} must be a real numeric array, got {kind}")
     return arr.astype(np.float64)
 
 
@@ -80,7 +115,10 @@ def _close(a, b, rtol, atol) -> bool:
 
 def _grade(answer, reference, mistakes, *, rtol, atol, what: str) -> Grade:
     """Pass if answer ~ reference; else the hint of the first mistake that reproduces it."""
-    a = _as_answer(answer)
+    try:
+        a = _as_answer(answer)
+    except _NotNumeric as exc:
+        return Grade(False, f"{exc}.", float("inf"))
     if a.shape != reference.shape:
         for cand, hint in mistakes:
             if a.shape == np.shape(cand) and _close(a, np.asarray(cand, float), rtol, atol):
@@ -101,6 +139,8 @@ def _grade(answer, reference, mistakes, *, rtol, atol, what: str) -> Grade:
             return Grade(False, hint, err)
     bad = np.argwhere(np.abs(a - reference) > atol + rtol * np.abs(reference))[0]
     idx = tuple(int(i) for i in bad)
+    if not idx:
+        return Grade(False, f"{what} is {a[()]:.8g}; the reference is {reference[()]:.8g}.", err)
     return Grade(
         False,
         f"{what} differs from the reference first at index {idx}: got {a[idx]:.8g}, expected "
@@ -140,7 +180,7 @@ def grade_inv_freq(answer, *, dim: int, base: float = 10000.0, rtol: float = DEF
     """
     d = check_dim(dim)
     b = check_base(base)
-    rtol = check_positive(rtol, "rtol")
+    rtol = _check_rtol(rtol)
     ref = _inv_freq(d, b)
     i = np.arange(d // 2, dtype=np.float64)
     mistakes = [
@@ -178,13 +218,23 @@ def grade_inv_freq(answer, *, dim: int, base: float = 10000.0, rtol: float = DEF
             _bf16(ref),
             "The values are rounded to bfloat16: compute inv_freq in float32 or float64.",
         ),
+        (
+            _rounded(ref, "float16"),
+            "The values are rounded to float16 (11-bit significand, relative error up to "
+            "5e-4): compute inv_freq in float32 or float64.",
+        ),
     ]
+    if d > 2:
+        mistakes.insert(2, (b ** (-i / (d / 2 - 1)), _LINSPACE_HINT))
     grade = _grade(answer, ref, mistakes, rtol=rtol, atol=0.0, what="inv_freq")
     if not grade.passed and grade.hint.startswith("inv_freq differs"):
         a = _as_answer(answer)
         if a.shape == ref.shape and a.size > 1 and a[1] > 0 and a[0] == 1.0:
-            b_fit = a[1] ** (-d / 2.0)
-            if b_fit <= 1.0 or not _close(a, _inv_freq(d, b_fit), 1e-6, 0.0):
+            with np.errstate(over="ignore"):
+                b_fit = float(a[1] ** (-d / 2.0))
+            if not (np.isfinite(b_fit) and b_fit > 1.0):
+                return grade  # no base reproduces it; the generic hint stands
+            if not _close(a, _inv_freq(d, b_fit), 1e-6, 0.0):
                 return grade
             hint = (
                 f"Your frequencies fit base {b_fit:.6g} instead of {b:g}: check the base "
@@ -227,7 +277,7 @@ def grade_sinusoidal(
     n = check_positive_int(num_positions, "num_positions")
     d = check_dim(dim)
     b = check_base(base)
-    rtol = check_positive(rtol, "rtol")
+    rtol = _check_rtol(rtol)
     ref = sinusoidal(n, d, base=b)
     p = np.arange(n, dtype=np.float64)[:, None]
     w = _inv_freq(d, b)
@@ -252,6 +302,26 @@ def grade_sinusoidal(
         ),
         (ref.T, "The table is transposed: rows are positions, columns are features."),
     ]
+    if d > 2:  # the timing signal's frequencies base**(-i/(d/2 - 1)), i = 0 .. d/2-1
+        ang_t2t = p * b ** (-np.arange(d // 2) / (d / 2 - 1))
+        inter_t2t = np.empty_like(ref)
+        inter_t2t[:, 0::2], inter_t2t[:, 1::2] = np.sin(ang_t2t), np.cos(ang_t2t)
+        mistakes += [
+            (
+                np.concatenate([np.sin(ang_t2t), np.cos(ang_t2t)], axis=1),
+                "This is the tensor2tensor/fairseq timing signal, which differs from this "
+                "table twice: it puts all sines first and all cosines second (this convention "
+                "interleaves them: sin in even columns, cos in odd ones), and its frequencies "
+                "are base**(-i/(d/2 - 1)) (log(base)/(d/2 - 1) increments) instead of "
+                "w_i = base**(-2i/d). Use np.arange(0, d, 2) / d in the exponent.",
+            ),
+            (
+                inter_t2t,
+                "The exponent's denominator is d/2 - 1 instead of d/2 (w_i = base**(-i/(d/2-1)),"
+                " as in the tensor2tensor/fairseq timing signal or np.linspace(0, 1, d//2)); "
+                "the layout is right. Use w_i = base**(-2i/d): np.arange(0, d, 2) / d.",
+            ),
+        ]
     return _grade(answer, ref, mistakes, rtol=rtol, atol=rtol, what="the sinusoidal table")
 
 
@@ -291,7 +361,7 @@ def grade_rotated(
     """
     check_pairing(pairing)
     b = check_base(base)
-    rtol = check_positive(rtol, "rtol")
+    rtol = _check_rtol(rtol)
     pos = np.asarray(positions, dtype=np.float64)
     ref = apply_rope(x, pos, base=b, pairing=pairing)
     other = "interleaved" if pairing == "half" else "half"
@@ -341,7 +411,15 @@ def grade_apply_rope(
     -------
     Grade
         Passes when the checker's verdict does; otherwise the hint is the checker's first
-        finding. ``max_error`` is the report's.
+        finding. ``max_error`` is the report's. A ``fn`` that raises fails with its
+        exception's message; one that overwrites its input ``x`` in place fails with that
+        finding (callers keep using their q and k after RoPE).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad grader arguments (``dim``, ``base``, ``pairing``, ``rotary_dim``): the
+        expectation must be stated, never guessed.
 
     Examples
     --------
@@ -351,10 +429,66 @@ def grade_apply_rope(
     >>> print(grade_apply_rope(lambda x, p: refimpl.apply_rope(x, -p), dim=8))  # doctest: +ELLIPSIS
     the rotation goes the wrong way (by -m*theta): ...
     """
-    rep = check_rope(fn, dim=dim, base=base, pairing=pairing, rotary_dim=rotary_dim)
+    if not callable(fn):
+        return Grade(False, f"fn must be a function fn(x, positions), got {_kind(fn)}.", _INF)
+    d = check_dim(dim)
+    b = check_base(base)
+    check_pairing(pairing)
+    guarded = _Guarded(fn)
+    try:
+        rep = check_rope(guarded, dim=d, base=b, pairing=pairing, rotary_dim=rotary_dim)
+    except Exception:
+        if guarded.error is None:
+            raise  # the grader's own arguments, not the reader's function
+        return Grade(False, _raised_hint("fn(x, positions)", guarded.error), _INF)
+    if guarded.mutated:
+        return Grade(False, _MUTATION_HINT, rep.max_error)
     if rep.ok:
         return Grade(True, "Correct: " + rep.findings[0], rep.max_error)
     return Grade(False, rep.findings[0], rep.max_error)
+
+
+_INF = float("inf")
+_MUTATION_HINT = (
+    "fn overwrites its input x in place (for example x[..., :d//2] = ...): the caller's "
+    "queries and keys change under it. Compute into a new array (np.empty_like(x), "
+    "np.concatenate) and return it."
+)
+
+
+class _Guarded:
+    """Wraps a reader's function: records the first exception it raises and whether it wrote
+    into its (NumPy) input arrays."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.error: BaseException | None = None
+        self.mutated = False
+
+    def __call__(self, *args):
+        before = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
+        try:
+            out = self.fn(*args)
+        except Exception as exc:
+            if self.error is None:
+                self.error = exc
+            raise
+        for a, b in zip(args, before, strict=True):
+            if b is not None and not np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"):
+                self.mutated = True
+        return out
+
+
+def _kind(value) -> str:
+    return "..." if value is Ellipsis else type(value).__name__
+
+
+def _raised_hint(call: str, exc: BaseException) -> str:
+    msg = str(exc).strip() or "(no message)"
+    return (
+        f"{call} raised {type(exc).__name__}: {msg}. The grader calls it with a NumPy array "
+        "x of shape (seq, dim) and positions of shape (seq,); make it run on those."
+    )
 
 
 def grade_yarn_inv_freq(
@@ -392,6 +526,7 @@ def grade_yarn_inv_freq(
         from .scaling import ROPE_SCALINGS
     except ImportError as exc:  # pragma: no cover - until the scaling module is present
         raise ImportError("grade_yarn_inv_freq needs refimpl.scaling") from exc
+    rtol = _check_rtol(rtol)
     yarn = ROPE_SCALINGS["yarn"]
     common = dict(dim=dim, base=base, factor=factor, original_max_position=original_max_position)
     ref = np.asarray(yarn(**common, beta_fast=beta_fast, beta_slow=beta_slow).inv_freq)
@@ -472,6 +607,7 @@ def grade_scaled_inv_freq(
     """
     from .scaling import ROPE_SCALINGS
 
+    rtol = _check_rtol(rtol)
     fn = ROPE_SCALINGS[rope_type]  # an unknown type raises, listing the known ones
     ref = np.asarray(fn(dim=dim, base=base, **params).inv_freq, dtype=np.float64)
     plain = _inv_freq(check_dim(dim), check_base(base))
@@ -525,6 +661,7 @@ def grade_alibi_slopes(answer, *, n_heads: int, rtol: float = DEFAULT_RTOL) -> G
     except ImportError as exc:  # pragma: no cover - until the bias module is present
         raise ImportError("grade_alibi_slopes needs refimpl.bias") from exc
     n = check_positive_int(n_heads, "n_heads")
+    rtol = _check_rtol(rtol)
     ref = np.asarray(alibi_slopes(n), dtype=np.float64)
     p2 = 2 ** int(np.ceil(np.log2(n)))
     h = np.arange(n, dtype=np.float64)
@@ -543,9 +680,212 @@ def grade_alibi_slopes(answer, *, n_heads: int, rtol: float = DEFAULT_RTOL) -> G
             "as many heads; truncating the next power of two's list gives different slopes.",
         ),
     ]
+    if n != p2:
+        mistakes.append(
+            (
+                2.0 ** (-8.0 * (h + 1) / n),
+                f"You applied the power-of-two formula 2**(-8h/n) to n = {n} heads. It holds "
+                f"only when n is a power of two; for n = {n}, take the "
+                f"{p2 // 2} slopes 2**(-8h/{p2 // 2}) of the nearest lower power of two, then "
+                f"every other slope of the {p2}-head list (the odd ones) for the remaining "
+                f"{n - p2 // 2} heads.",
+            )
+        )
     return _grade(answer, ref, mistakes, rtol=rtol, atol=0.0, what="the ALiBi slopes")
 
 
 def _bf16(x: np.ndarray) -> np.ndarray:
     """Round to bfloat16 (nearest even), back to float64."""
-    return np.asarray(round_to(x, "bfloat16"), dtype=np.float64)
+    return _rounded(x, "bfloat16")
+
+
+def _rounded(x: np.ndarray, fmt: str) -> np.ndarray:
+    """Round to ``fmt`` (nearest even), back to float64."""
+    return np.asarray(round_to(x, fmt), dtype=np.float64)
+
+
+#: The exponent denominator d/2 - 1 (np.linspace(0, 1, d/2) includes its endpoint).
+_LINSPACE_HINT = (
+    "The exponent's denominator is d/2 - 1 instead of d/2: theta_i = base**(-i/(d/2 - 1)) "
+    "reaches base**-1 at the last pair (np.linspace(0, 1, d//2) includes its endpoint, as the "
+    "tensor2tensor/fairseq timing signal does). The base is right; RoPE's last exponent is "
+    "(d-2)/d: use np.arange(0, d, 2) / d."
+)
+
+
+def grade_value(
+    answer,
+    expected,
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = 0.0,
+    what: str = "the answer",
+    mistakes=(),
+) -> Grade:
+    """Grade a number or an array against the expected value, with a tolerance and hints.
+
+    Parameters
+    ----------
+    answer : array_like
+        The reader's value (a number, a list, an array).
+    expected : array_like
+        The reference value, of the shape the answer must have.
+    rtol : float, default 1e-6
+        Relative tolerance, ``0 < rtol < 1``.
+    atol : float, default 0.0
+        Absolute tolerance, ``>= 0`` (for answers that may be 0).
+    what : str
+        How the hint names the value ("the longest wavelength").
+    mistakes : sequence of (value, hint)
+        Values that typical mistakes give; an answer matching one gets its hint.
+
+    Returns
+    -------
+    Grade
+        Passes when ``|answer - expected| <= atol + rtol |expected|`` elementwise.
+
+    Examples
+    --------
+    >>> print(grade_value(3.0, 3.0 + 1e-9, what="the count"))  # doctest: +ELLIPSIS
+    Correct: the count matches the reference ...
+    >>> print(grade_value(4, 3, what="the count", mistakes=[(4, "Off by one.")]))
+    Off by one.
+    """
+    rtol = _check_rtol(rtol)
+    atol = check_nonnegative(atol, "atol")
+    ref = _as_answer(expected, "expected")
+    return _grade(answer, ref, list(mistakes), rtol=rtol, atol=atol, what=what)
+
+
+def grade_expression(answer, expected, *, what: str = "the expression", mistakes=()) -> Grade:
+    """Grade a SymPy expression (or matrix) by comparing it symbolically with the expected one.
+
+    Parameters
+    ----------
+    answer : sympy.Expr or sympy.Matrix
+        The reader's expression, in the symbols the exercise names.
+    expected : sympy.Expr or sympy.Matrix
+    what : str
+        How the hint names the expression.
+    mistakes : sequence of (expression, hint)
+        Expressions that typical mistakes give.
+
+    Returns
+    -------
+    Grade
+        Passes when ``answer - expected`` simplifies to zero (after expanding trigonometric
+        sums); ``max_error`` is 0 or inf. Strings are refused (they would be evaluated).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> a, b = sp.symbols("a b")
+    >>> bool(grade_expression(sp.cos(a - b), sp.cos(a) * sp.cos(b) + sp.sin(a) * sp.sin(b)))
+    True
+    """
+    import sympy as sp
+
+    if isinstance(answer, str) or not isinstance(answer, (sp.Basic, sp.MatrixBase, int, float)):
+        return Grade(
+            False,
+            f"{what} must be a SymPy expression (built from the symbols), got {_kind(answer)}.",
+            _INF,
+        )
+    if _sym_equal(sp, answer, expected):
+        return Grade(True, f"Correct: {what} equals the reference symbolically.", 0.0)
+    for cand, hint in mistakes:
+        if _sym_equal(sp, answer, cand):
+            return Grade(False, hint, _INF)
+    return Grade(False, f"{what} is not equal to the reference: {answer} (simplified).", _INF)
+
+
+def _sym_equal(sp, a, b) -> bool:
+    """Whether a - b simplifies to zero (elementwise for matrices)."""
+    if isinstance(a, sp.MatrixBase) or isinstance(b, sp.MatrixBase):
+        a, b = sp.Matrix(a), sp.Matrix(b)
+        return a.shape == b.shape and all(_sym_equal(sp, x, y) for x, y in zip(a, b, strict=True))
+    diff = sp.sympify(a) - sp.sympify(b)
+    return sp.simplify(sp.expand_trig(sp.expand(diff))) == 0
+
+
+def grade_function(
+    fn,
+    reference: Callable,
+    inputs,
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = 0.0,
+    what: str = "fn",
+    mistakes=(),
+) -> Grade:
+    """Grade a reader's function by running it and the reference on inputs the reader has not
+    seen.
+
+    Parameters
+    ----------
+    fn : callable
+        The reader's function.
+    reference : callable
+        The correct function, same signature.
+    inputs : sequence of tuple
+        Argument tuples; each call gets fresh copies of the arrays.
+    rtol, atol : float
+        Tolerances of the comparison (as :func:`grade_value`).
+    what : str
+        How the hint names the function ("my_rope").
+    mistakes : sequence of (callable, hint)
+        Functions that make a typical mistake; an answer that agrees with one on an input gets
+        its hint.
+
+    Returns
+    -------
+    Grade
+        Passes when every output matches. Fails, with the message, when ``fn`` raises; fails
+        when ``fn`` writes into an input array; otherwise names the first input that differs.
+
+    Examples
+    --------
+    >>> bool(grade_function(lambda v: 2 * v, lambda v: v + v, [(np.arange(3.0),)]))
+    True
+    >>> g = grade_function(lambda v: v.__imul__(2), lambda v: 2 * v, [(np.ones(2),)], what="f")
+    >>> print(g)  # doctest: +ELLIPSIS
+    f overwrites its input in place: ...
+    """
+    if not callable(fn):
+        return Grade(False, f"{what} must be a function, got {_kind(fn)}.", _INF)
+    rtol = _check_rtol(rtol)
+    atol = check_nonnegative(atol, "atol")
+    worst = 0.0
+    for k, args in enumerate(inputs):
+        guarded = _Guarded(fn)
+        try:
+            got = guarded(*_copies(args))
+        except Exception as exc:
+            return Grade(False, _raised_hint(what, exc).split(" The grader")[0], _INF)
+        if guarded.mutated:
+            return Grade(
+                False,
+                f"{what} overwrites its input in place: the caller's array changes under it. "
+                "Compute into a new array and return it.",
+                _INF,
+            )
+        ref = _as_answer(reference(*_copies(args)), "expected")
+        cands = [(_as_answer(m(*_copies(args)), "mistake"), hint) for m, hint in mistakes]
+        g = _grade(got, ref, cands, rtol=rtol, atol=atol, what=f"{what}'s output")
+        if not g:
+            shown = ", ".join(_describe_arg(a) for a in args)
+            return Grade(False, f"On the hidden input #{k} ({shown}): {g.hint}", g.max_error)
+        worst = max(worst, g.max_error)
+    return Grade(
+        True,
+        f"Correct: {what} matches the reference on every hidden input (max error {worst:.2g}).",
+        worst,
+    )
+
+
+def _copies(args) -> tuple:
+    return tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def _describe_arg(a) -> str:
+    return f"array of shape {a.shape}" if isinstance(a, np.ndarray) else repr(a)

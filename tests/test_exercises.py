@@ -9,9 +9,13 @@ from refimpl.exercises import (
     Grade,
     grade_alibi_slopes,
     grade_apply_rope,
+    grade_expression,
+    grade_function,
     grade_inv_freq,
     grade_rotated,
+    grade_scaled_inv_freq,
     grade_sinusoidal,
+    grade_value,
     grade_yarn_inv_freq,
 )
 
@@ -182,8 +186,8 @@ def test_alibi_grader():
 def test_grader_errors():
     with pytest.raises(ValueError, match="dim must be even"):
         grade_inv_freq(np.ones(3), dim=7)
-    with pytest.raises(TypeError, match="answer must be a real numeric array"):
-        grade_inv_freq(["a", "b"], dim=4)
+    g = grade_inv_freq(["a", "b"], dim=4)  # a wrong answer is a failing grade, not an error
+    assert not g and "answer must be a real numeric array" in g.hint
     with pytest.raises(ValueError, match="num_positions must be positive"):
         grade_sinusoidal(np.ones((1, 4)), num_positions=0, dim=4)
     with pytest.raises(ValueError, match="rtol must be positive"):
@@ -207,3 +211,136 @@ def test_scaled_inv_freq_grader():
     assert not g and "'yarn' frequencies" in g.hint
     with pytest.raises(KeyError, match="linear"):
         grade_scaled_inv_freq(llama3, rope_type="nope", **kw)
+
+
+# --- regressions: issue 17 (grader arguments) and issue 19 (classic mistakes) ---------------
+
+
+ALL_ARRAY_GRADERS = [
+    lambda **kw: grade_inv_freq(np.ones(4), dim=8, **kw),
+    lambda **kw: grade_sinusoidal(np.ones((2, 4)), num_positions=2, dim=4, **kw),
+    lambda **kw: grade_rotated(np.ones((1, 4)), np.ones((1, 4)), [0], **kw),
+    lambda **kw: grade_yarn_inv_freq(
+        np.ones(4), dim=8, base=1e4, factor=2.0, original_max_position=64, **kw
+    ),
+    lambda **kw: grade_scaled_inv_freq(np.ones(4), rope_type="linear", dim=8, factor=2.0, **kw),
+    lambda **kw: grade_alibi_slopes(np.ones(4), n_heads=4, **kw),
+    lambda **kw: grade_value(1.0, 1.0, **kw),
+]
+
+
+@pytest.mark.parametrize("grader", ALL_ARRAY_GRADERS)
+@pytest.mark.parametrize(
+    ("rtol", "exc", "match"),
+    [
+        (float("nan"), ValueError, "rtol must be finite"),
+        (-1e-3, ValueError, "rtol must be positive"),
+        (2.0, ValueError, "rtol must be below 1"),
+        ("1e-6", TypeError, "rtol must be a real number"),
+        (True, TypeError, "rtol must be a real number"),
+    ],
+)
+def test_every_grader_validates_rtol(grader, rtol, exc, match):
+    with pytest.raises(exc, match=match):
+        grader(rtol=rtol)
+
+
+@pytest.mark.parametrize(
+    ("base", "exc"),
+    [(None, TypeError), ("1e4", TypeError), (0.5, ValueError), (np.inf, ValueError)],
+)
+def test_grade_apply_rope_refuses_a_missing_expectation(base, exc):
+    with pytest.raises(exc, match="base"):
+        grade_apply_rope(refimpl.apply_rope, dim=8, base=base)
+    with pytest.raises((TypeError, ValueError), match="pairing"):
+        grade_apply_rope(refimpl.apply_rope, dim=8, pairing=None)
+
+
+def test_grade_inv_freq_linspace_blames_the_denominator_not_the_base():
+    d = 64
+    g = grade_inv_freq(10000.0 ** -np.linspace(0, 1, d // 2), dim=d)
+    assert not g and "d/2 - 1" in g.hint and "base is right" in g.hint
+    assert "13459" not in g.hint
+
+
+def test_grade_inv_freq_valid_wrong_answer_whose_base_fit_overflows():
+    ans = np.ones(32)
+    ans[1] = 1e-300  # a[1] ** (-d/2) overflows: no base fits, the generic hint stands
+    g = grade_inv_freq(ans, dim=64)
+    assert not g and "differs from the reference" in g.hint
+
+
+def test_grade_inv_freq_float16():
+    g = grade_inv_freq(refimpl.inv_freq(64).astype(np.float16), dim=64)
+    assert not g and "float16" in g.hint
+
+
+def _timing_signal(n, d, base=1e4):
+    """tensor2tensor's get_timing_signal_1d / fairseq's SinusoidalPositionalEmbedding."""
+    half = d // 2
+    inc = np.log(base) / (half - 1)
+    t = np.arange(n)[:, None] * np.exp(np.arange(half) * -inc)[None, :]
+    return np.concatenate([np.sin(t), np.cos(t)], axis=1)
+
+
+def test_grade_sinusoidal_names_the_timing_signal():
+    g = grade_sinusoidal(_timing_signal(50, 16), num_positions=50, dim=16)
+    assert not g and "tensor2tensor/fairseq" in g.hint and "sines first" in g.hint
+    inter = np.empty((50, 16))
+    t = _timing_signal(50, 16)
+    inter[:, 0::2], inter[:, 1::2] = t[:, :8], t[:, 8:]
+    g = grade_sinusoidal(inter, num_positions=50, dim=16)
+    assert not g and "d/2 - 1" in g.hint and "layout is right" in g.hint
+
+
+def test_grade_alibi_power_of_two_formula_on_twelve_heads():
+    pytest.importorskip("refimpl.bias")
+    g = grade_alibi_slopes(2.0 ** (-8.0 * np.arange(1, 13) / 12), n_heads=12)
+    assert not g and "power-of-two formula" in g.hint and "8 slopes" in g.hint
+
+
+def test_grade_apply_rope_student_exception_is_a_failing_grade():
+    def batch_only(x, p):
+        assert x.ndim == 3, "expected (batch, seq, dim)"
+        return x
+
+    g = grade_apply_rope(batch_only, dim=8)
+    assert not g and "AssertionError: expected (batch, seq, dim)" in g.hint
+    g = grade_apply_rope(..., dim=8)
+    assert not g and "must be a function" in g.hint
+
+
+def test_grade_apply_rope_flags_in_place_mutation():
+    def in_place(x, p):
+        x[...] = refimpl.apply_rope(x, p)
+        return x
+
+    g = grade_apply_rope(in_place, dim=8)
+    assert not g and "in place" in g.hint
+    assert grade_apply_rope(lambda x, p: refimpl.apply_rope(x, p), dim=8)
+
+
+def test_grade_value_and_function_and_expression():
+    import sympy as sp
+
+    assert grade_value(2 * np.pi * 1e4, 2 * np.pi * 1e4 * (1 + 1e-9))
+    g = grade_value(5, 4, what="the count", mistakes=[(5, "Counted from 1.")])
+    assert not g and g.hint == "Counted from 1."
+    g = grade_value(..., 4, what="the count")
+    assert not g and "real numeric array" in g.hint
+    g = grade_value([1.0, 2.0], [1.0, 2.5], what="v")
+    assert not g and "first at index (1,)" in g.hint
+
+    def boom(v):
+        raise ZeroDivisionError("oops")
+
+    g = grade_function(boom, lambda v: v, [(np.ones(2),)], what="f")
+    assert not g and "ZeroDivisionError: oops" in g.hint
+    g = grade_function(lambda v: v[::-1], lambda v: v, [(np.arange(3.0),)], what="f")
+    assert not g and "hidden input #0" in g.hint
+    a, b = sp.symbols("a b")
+    assert grade_expression(sp.cos(a - b), sp.cos(a) * sp.cos(b) + sp.sin(a) * sp.sin(b))
+    g = grade_expression(sp.cos(a + b), sp.cos(a - b), mistakes=[(sp.cos(b + a), "sign")])
+    assert not g and g.hint == "sign"
+    g = grade_expression("cos(a)", sp.cos(a))
+    assert not g and "SymPy expression" in g.hint
