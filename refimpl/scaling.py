@@ -1,9 +1,17 @@
-"""Context extension of RoPE: the scaling methods as pure functions, and their registry.
+"""Context extension of RoPE: one record per scaling method, and the registry of records.
 
-Every method is a keyword-only function ``fn(*, dim, base, ...) -> ScaledFrequencies``. The
-parameter names are shared across methods:
+:data:`ROPE_SCALINGS` maps a rope type to a :class:`ScalingMethod`. Calling the record computes
+the method's exact float64 frequencies, ``ROPE_SCALINGS[name](dim=..., base=..., **params) ->
+ScaledFrequencies``; the record also holds what a config reader, the checker and the CLI need
+to know about the method: its config keys, defaults and required parameters, the float32
+arithmetic of transformers 5.24 (:meth:`ScalingMethod.float32`), its attention factor, the
+line ``describe`` prints, the family the checker reports and a fit of its parameters to
+measured frequencies. A new method is one block in this file.
 
-* ``dim``: rotary width :math:`d` (even); the frequencies have ``dim // 2`` entries.
+The parameter names are shared across methods:
+
+* ``dim``: rotary width :math:`d` (even); the frequencies have ``dim // 2`` entries
+  (``proportional``: the whole head :math:`D`, every pair listed, the unrotated ones as 0).
 * ``base``: base :math:`b` of the unscaled frequencies :math:`\\theta_i = b^{-2i/d}`.
 * ``factor``: scale :math:`s \\ge 1` (context ratio; for ``llama3`` the low-band divisor).
 * ``original_max_position``: pre-training context :math:`L` (transformers:
@@ -14,28 +22,44 @@ parameter names are shared across methods:
 * ``beta_fast``, ``beta_slow``: YaRN's rotation counts (the paper's :math:`\\beta` and
   :math:`\\alpha`); ``mscale``, ``mscale_all_dim``, ``attention_factor``, ``truncate``: YaRN's
   magnitude and ramp.
-* ``low_freq_factor``, ``high_freq_factor``: Llama 3's band edges.
+* ``low_freq_factor``, ``high_freq_factor``: Llama 3's band edges (equal: a hard step).
 * ``short_factor``, ``long_factor``: LongRoPE's per-pair factors (length ``dim // 2``).
+* ``partial_rotary_factor``: ``proportional``'s rotated fraction :math:`p` of the head.
+* ``alpha``: HunYuan's NTK scale (``ntk_alpha``: the static base :math:`b\\,\\alpha^{d/(d-2)}`).
 
 Frequencies are computed in float64 from the method's formula (the exact reference).
-:func:`transformers_float32_frequencies` reproduces the float32 arithmetic of transformers
-5.24 step by step, for parity with its rotary modules.
+:func:`transformers_float32_frequencies` and :meth:`ScalingMethod.float32` repeat the float32
+arithmetic of transformers 5.24 operation by operation; the only step they cannot reproduce
+bit for bit is torch's float32 ``pow``, which is not correctly rounded (see Notes there).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import math
 import numbers
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import check_base, check_choice, check_dim, check_positive, check_real
+from ._checks import (
+    check_base,
+    check_choice,
+    check_dim,
+    check_positive,
+    check_positive_int,
+    check_real,
+)
 from .rotary import inv_freq as _default_inv_freq
 
 __all__ = [
+    "MAX_DIM",
+    "MAX_SEQ_LEN",
     "ROPE_SCALINGS",
     "ScaledFrequencies",
+    "ScalingMethod",
     "UnknownRopeTypeError",
     "default_frequencies",
     "dynamic_frequencies",
@@ -44,8 +68,11 @@ __all__ = [
     "llama3_frequencies",
     "longrope_attention_scaling",
     "longrope_frequencies",
+    "ntk_alpha_base",
+    "ntk_alpha_frequencies",
     "ntk_base",
     "ntk_frequencies",
+    "proportional_frequencies",
     "scale_frequencies",
     "transformers_float32_frequencies",
     "yarn_attention_scaling",
@@ -53,6 +80,16 @@ __all__ = [
     "yarn_frequencies",
     "yarn_ramp",
 ]
+
+MAX_DIM = 1 << 16
+"""Widest rotary width the methods accept: 65 536 features, 128 times the widest released
+head (512, Gemma 4's global layers), so that a mistyped width fails at once instead of
+allocating gigabytes of frequencies."""
+
+MAX_SEQ_LEN = 1 << 53
+"""Largest context length or sequence length accepted (``seq_len``, ``max_position``,
+``original_max_position``): integers up to :math:`2^{53}` are exact in float64, which every
+formula here divides and multiplies them in."""
 
 YARN_RAMPS = ("transformers", "paper")
 
@@ -100,14 +137,20 @@ def _check_factor(factor, name: str = "factor") -> float:
     return s
 
 
-def _check_position(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer() and value > 0:
-            return int(value)
-        raise TypeError(f"{name} must be a positive integer, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {value}")
-    return int(value)
+def _check_length(value, name: str) -> int:
+    n = check_positive_int(value, name)
+    if n > MAX_SEQ_LEN:
+        raise ValueError(
+            f"{name} must be at most 2**53 = {MAX_SEQ_LEN} (exact in float64), got {n}"
+        )
+    return n
+
+
+def _check_dim(dim) -> int:
+    d = check_dim(dim)
+    if d > MAX_DIM:
+        raise ValueError(f"dim must be at most MAX_DIM = {MAX_DIM}, got {d}")
+    return d
 
 
 def _check_factor_list(values, name: str, n: int) -> np.ndarray:
@@ -126,8 +169,21 @@ def _check_factor_list(values, name: str, n: int) -> np.ndarray:
     return arr
 
 
+def _finite_base(compute: Callable[[], float], name: str, value) -> float:
+    """The base ``compute()`` returns, or a ValueError naming ``name`` when it overflows."""
+    try:
+        b = compute()
+    except OverflowError:
+        b = math.inf
+    if not math.isfinite(b):
+        raise ValueError(
+            f"{name}={value!r} is too large: the scaled base b * s**(d/(d-2)) overflows float64"
+        )
+    return float(b)
+
+
 def _check_ntk_dim(dim) -> int:
-    d = check_dim(dim)
+    d = _check_dim(dim)
     if d < 4:
         raise ValueError(f"dim must be at least 4 for NTK-aware scaling (d/(d-2)), got {d}")
     return d
@@ -161,7 +217,7 @@ def default_frequencies(*, dim: int, base: float = 10000.0) -> ScaledFrequencies
     >>> default_frequencies(dim=4, base=100.0)
     ScaledFrequencies(inv_freq=array([1. , 0.1]), attention_scaling=1.0)
     """
-    return ScaledFrequencies(_default_inv_freq(dim, base), 1.0)
+    return ScaledFrequencies(_default_inv_freq(_check_dim(dim), base), 1.0)
 
 
 def linear_frequencies(*, dim: int, base: float = 10000.0, factor: float) -> ScaledFrequencies:
@@ -197,7 +253,7 @@ def linear_frequencies(*, dim: int, base: float = 10000.0, factor: float) -> Sca
     array([0.25 , 0.025])
     """
     s = _check_factor(factor)
-    theta = _default_inv_freq(dim, base)
+    theta = _default_inv_freq(_check_dim(dim), base)
     return ScaledFrequencies(theta / s, 1.0)  # [eq:scaling-linear]
 
 
@@ -231,7 +287,7 @@ def ntk_base(*, dim: int, base: float = 10000.0, factor: float) -> float:
     d = _check_ntk_dim(dim)
     b = check_base(base)
     s = _check_factor(factor)
-    return b * s ** (d / (d - 2))  # [eq:ntk-base]
+    return _finite_base(lambda: b * s ** (d / (d - 2)), "factor", s)  # [eq:ntk-base]
 
 
 def ntk_frequencies(*, dim: int, base: float = 10000.0, factor: float) -> ScaledFrequencies:
@@ -311,9 +367,13 @@ def dynamic_ntk_base(
     d = _check_ntk_dim(dim)
     b = check_base(base)
     s = _check_factor(factor)
-    L = _check_position(max_position, "max_position")
-    l_ = L if seq_len is None else max(_check_position(seq_len, "seq_len"), L)
-    return b * ((s * l_ / L) - (s - 1)) ** (d / (d - 2))  # [eq:dynamic-ntk-base]
+    L = _check_length(max_position, "max_position")
+    l_ = L if seq_len is None else max(_check_length(seq_len, "seq_len"), L)
+    return _finite_base(
+        lambda: b * ((s * l_ / L) - (s - 1)) ** (d / (d - 2)),  # [eq:dynamic-ntk-base]
+        "seq_len" if l_ > L else "factor",
+        l_ if l_ > L else s,
+    )
 
 
 def dynamic_frequencies(
@@ -376,7 +436,8 @@ def yarn_attention_scaling(
     factor : float
         :math:`s \ge 1`.
     mscale, mscale_all_dim : float, optional
-        DeepSeek's pair; one without the other is ignored, as in transformers.
+        DeepSeek's pair (each >= 0); one without the other, or a zero, is ignored, as in
+        transformers.
     attention_factor : float, optional
         Explicit factor (> 0); overrides everything.
 
@@ -402,10 +463,12 @@ def yarn_attention_scaling(
     s = _check_factor(factor)
     if attention_factor is not None:
         return check_positive(attention_factor, "attention_factor")
-    if mscale is not None:
-        check_real(mscale, "mscale")
-    if mscale_all_dim is not None:
-        check_real(mscale_all_dim, "mscale_all_dim")
+    for value, name in ((mscale, "mscale"), (mscale_all_dim, "mscale_all_dim")):
+        if value is not None and check_real(value, name) < 0:
+            raise ValueError(
+                f"{name} must be >= 0 (M(s, c) = 0.1 c ln s + 1 is a magnitude; a negative c "
+                f"can make the attention factor negative or divide by zero), got {value}"
+            )
     if mscale and mscale_all_dim:
         return float(_yarn_mscale(s, mscale) / _yarn_mscale(s, mscale_all_dim))
     return _yarn_mscale(s)
@@ -451,9 +514,9 @@ def yarn_correction_range(
     >>> yarn_correction_range(dim=128, base=1e4, original_max_position=2048)
     (16.0, 41.0)
     """
-    d = check_dim(dim)
+    d = _check_dim(dim)
     b = check_base(base)
-    L = _check_position(original_max_position, "original_max_position")
+    L = _check_length(original_max_position, "original_max_position")
     bf, bs = _check_betas(beta_fast, beta_slow)
     if not isinstance(truncate, (bool, np.bool_)):
         raise TypeError(f"truncate must be a bool, got {truncate!r}")
@@ -518,16 +581,14 @@ def yarn_ramp(
     array([0.  , 0.25, 0.5 , 0.75, 1.  , 1.  , 1.  , 1.  ])
     """
     check_choice(ramp, "ramp", YARN_RAMPS)
-    d = check_dim(dim)
+    d = _check_dim(dim)
     j = np.arange(d // 2, dtype=np.float64)
     if ramp == "paper":
         if truncate is not None:
             raise ValueError("truncate applies only to ramp='transformers' (the paper's ramp)")
         b = check_base(base)
-        L = _check_position(original_max_position, "original_max_position")
-        alpha_r = check_positive(beta_slow, "beta_slow")
-        beta_r = check_positive(beta_fast, "beta_fast")
-        _check_betas(beta_fast, beta_slow)
+        L = _check_length(original_max_position, "original_max_position")
+        beta_r, alpha_r = _check_betas(beta_fast, beta_slow)
         r = L / (2 * np.pi * b ** (2 * j / d))  # [eq:yarn-ratio]
         gamma = np.clip((r - alpha_r) / (beta_r - alpha_r), 0.0, 1.0)  # [eq:yarn-ramp-paper]
         return 1.0 - gamma
@@ -632,7 +693,9 @@ def llama3_frequencies(
     :math:`\theta_i/s` when :math:`r_i < \alpha` (= ``low_freq_factor``), and
     :math:`(1-g)\theta_i/s + g\theta_i` with :math:`g = (r_i - \alpha)/(\beta - \alpha)` between
     (bounds inclusive). This is the YaRN paper's NTK-by-parts with :math:`\alpha = 1`,
-    :math:`\beta = 4` and no temperature.
+    :math:`\beta = 4` and no temperature. With :math:`\alpha = \beta` (Llama 4 Scout) the
+    blend is a step: :math:`\theta_i` when :math:`r_i > \alpha`, :math:`\theta_i/s` otherwise
+    (the limit of the blend at :math:`r_i = \alpha`).
 
     Parameters
     ----------
@@ -643,7 +706,7 @@ def llama3_frequencies(
     original_max_position : int
         :math:`L` (8192 for Llama 3.x).
     low_freq_factor, high_freq_factor : float, default 1, 4
-        :math:`\alpha < \beta`.
+        :math:`\alpha \le \beta`.
 
     Returns
     -------
@@ -661,19 +724,27 @@ def llama3_frequencies(
     array([1.        , 0.31622777, 0.1       ])
     """
     s = _check_factor(factor)
-    L = _check_position(original_max_position, "original_max_position")
-    lf = check_positive(low_freq_factor, "low_freq_factor")
-    hf = check_positive(high_freq_factor, "high_freq_factor")
-    if not hf > lf:
-        raise ValueError(
-            f"high_freq_factor must be greater than low_freq_factor, got "
-            f"low_freq_factor={lf}, high_freq_factor={hf}"
-        )
-    theta = _default_inv_freq(dim, base)
+    L = _check_length(original_max_position, "original_max_position")
+    lf, hf = _check_bands(low_freq_factor, high_freq_factor)
+    theta = _default_inv_freq(_check_dim(dim), base)
     r = L * theta / (2 * np.pi)  # rotations over L: L / wavelength
-    g = np.clip((r - lf) / (hf - lf), 0.0, 1.0)  # [eq:llama3-bands]
+    if hf == lf:  # the step: kept above lf rotations, divided at and below
+        g = (r > lf).astype(np.float64)  # [eq:llama3-bands]
+    else:
+        g = np.clip((r - lf) / (hf - lf), 0.0, 1.0)  # [eq:llama3-bands]
     new = (1.0 - g) * theta / s + g * theta  # [eq:llama3-smooth]
     return ScaledFrequencies(new, 1.0)
+
+
+def _check_bands(low_freq_factor, high_freq_factor) -> tuple[float, float]:
+    lf = check_positive(low_freq_factor, "low_freq_factor")
+    hf = check_positive(high_freq_factor, "high_freq_factor")
+    if hf < lf:
+        raise ValueError(
+            f"high_freq_factor must be >= low_freq_factor (equal: a hard step), got "
+            f"low_freq_factor={lf}, high_freq_factor={hf}"
+        )
+    return lf, hf
 
 
 def longrope_attention_scaling(*, factor: float, original_max_position: int) -> float:
@@ -700,9 +771,14 @@ def longrope_attention_scaling(*, factor: float, original_max_position: int) -> 
     1.1902380714238
     """
     s = _check_factor(factor)
-    L = _check_position(original_max_position, "original_max_position")
+    L = _check_length(original_max_position, "original_max_position")
     if s <= 1.0:
         return 1.0
+    if L < 2:
+        raise ValueError(
+            f"original_max_position must be at least 2 for LongRoPE's attention factor "
+            f"sqrt(1 + ln s / ln L) (ln 1 = 0), got {L}"
+        )
     return math.sqrt(1.0 + math.log(s) / math.log(L))  # [eq:longrope-attention]
 
 
@@ -738,7 +814,7 @@ def longrope_frequencies(
     seq_len : int, optional
         Sequence length (max position + 1).
     attention_factor : float, optional
-        Explicit attention factor (>= 0); overrides :func:`longrope_attention_scaling`.
+        Explicit attention factor (> 0); overrides :func:`longrope_attention_scaling`.
 
     Returns
     -------
@@ -760,18 +836,16 @@ def longrope_frequencies(
     >>> f.inv_freq
     array([1.   , 0.025])
     """
-    d = check_dim(dim)
-    L = _check_position(original_max_position, "original_max_position")
+    d = _check_dim(dim)
+    L = _check_length(original_max_position, "original_max_position")
     short = _check_factor_list(short_factor, "short_factor", d // 2)
     long = _check_factor_list(long_factor, "long_factor", d // 2)
-    use_long = seq_len is not None and _check_position(seq_len, "seq_len") > L
+    use_long = seq_len is not None and _check_length(seq_len, "seq_len") > L
     lam = long if use_long else short
     theta = _default_inv_freq(d, base)
     new = theta / lam  # [eq:longrope-inv-freq]
     if attention_factor is not None:
-        scale = check_real(attention_factor, "attention_factor")
-        if scale < 0:
-            raise ValueError(f"attention_factor must be >= 0, got {scale}")
+        scale = check_positive(attention_factor, "attention_factor")
     else:
         if factor is None:
             if max_position is None:
@@ -779,21 +853,601 @@ def longrope_frequencies(
                     "longrope needs factor, max_position or attention_factor to set the "
                     "attention factor"
                 )
-            factor = _check_position(max_position, "max_position") / L
+            factor = _check_length(max_position, "max_position") / L
         scale = longrope_attention_scaling(factor=factor, original_max_position=L)
     return ScaledFrequencies(new, scale)
 
 
-ROPE_SCALINGS: dict = _Registry(
-    default=default_frequencies,
-    linear=linear_frequencies,
-    ntk=ntk_frequencies,
-    dynamic=dynamic_frequencies,
-    yarn=yarn_frequencies,
-    llama3=llama3_frequencies,
-    longrope=longrope_frequencies,
+def proportional_frequencies(
+    *,
+    dim: int,
+    base: float = 10000.0,
+    partial_rotary_factor: float = 1.0,
+    factor: float = 1.0,
+) -> ScaledFrequencies:
+    r"""Proportional RoPE (Gemma 4's global layers): a rotated fraction of the whole head.
+
+    With :math:`D` = ``dim`` (the whole head) and :math:`k = \lfloor p D / 2 \rfloor`:
+    :math:`\theta_i = b^{-2i/D} / s` for :math:`i < k` and :math:`\theta_i = 0` for
+    :math:`k \le i < D/2`. The exponent is over the whole head :math:`D`, not over the rotated
+    width :math:`2k` as in ordinary partial rotary; every pair is listed, so the rotation spans
+    the whole head and the pairs with :math:`\theta_i = 0` pass through (cos 1, sin 0 exactly).
+
+    Parameters
+    ----------
+    dim : int
+        Head width :math:`D` (even).
+    base : float, default 10000.0
+    partial_rotary_factor : float, default 1.0
+        :math:`p \in [0, 1]` (transformers' ``partial_rotary_factor``, Gemma's
+        ``rope_proportion``).
+    factor : float, default 1.0
+        :math:`s \ge 1`, divides the rotated frequencies.
+
+    Returns
+    -------
+    ScaledFrequencies
+        ``inv_freq`` (float64, ``(dim // 2,)``, the last ``dim // 2 - k`` entries 0) and
+        ``attention_scaling`` 1.0.
+
+    Notes
+    -----
+    Book equation ``eq:proportional-inv-freq``. :math:`k` is computed as transformers does,
+    ``int(p * D // 2)``. For :math:`p = 1` this is linear scaling.
+
+    Examples
+    --------
+    >>> proportional_frequencies(dim=8, base=1e4, partial_rotary_factor=0.5).inv_freq
+    array([1. , 0.1, 0. , 0. ])
+    """
+    d = _check_dim(dim)
+    p = check_real(partial_rotary_factor, "partial_rotary_factor")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"partial_rotary_factor must be in [0, 1], got {p}")
+    s = _check_factor(factor)
+    k = int(p * d // 2)  # rotated pairs
+    new = np.zeros(d // 2)
+    new[:k] = _default_inv_freq(d, base)[:k] / s  # [eq:proportional-inv-freq]
+    return ScaledFrequencies(new, 1.0)
+
+
+def ntk_alpha_base(*, dim: int, base: float = 10000.0, alpha: float) -> float:
+    r"""HunYuan's NTK-alpha base :math:`b' = b\,\alpha^{d/(d-2)}` (the NTK base with
+    :math:`s = \alpha`).
+
+    Parameters
+    ----------
+    dim : int
+        Rotary width :math:`d \ge 4`.
+    base : float, default 10000.0
+    alpha : float
+        :math:`\alpha \ge 1`.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Book equation ``eq:ntk-base`` with :math:`s = \alpha`. HunYuan's configs write
+    ``{"type": "dynamic", "alpha": ...}``, but a fixed ``alpha`` makes the base static:
+    transformers gives it its own type, ``ntk_alpha``.
+
+    Examples
+    --------
+    >>> ntk_alpha_base(dim=4, base=100.0, alpha=3.0)  # 100 * 3**2
+    900.0
+    """
+    d = _check_ntk_dim(dim)
+    b = check_base(base)
+    a = _check_factor(alpha, "alpha")
+    return _finite_base(lambda: b * a ** (d / (d - 2)), "alpha", a)  # [eq:ntk-base]
+
+
+def ntk_alpha_frequencies(*, dim: int, base: float = 10000.0, alpha: float) -> ScaledFrequencies:
+    r"""HunYuan's NTK-alpha scaling: RoPE of the base :func:`ntk_alpha_base`.
+
+    Parameters
+    ----------
+    dim : int
+        Rotary width :math:`d \ge 4`.
+    base : float, default 10000.0
+    alpha : float
+        :math:`\alpha \ge 1`.
+
+    Returns
+    -------
+    ScaledFrequencies
+        ``inv_freq`` :math:`b'^{-2i/d}` (float64), ``attention_scaling`` 1.0; equal to
+        ``ntk_frequencies(factor=alpha)``.
+
+    Examples
+    --------
+    >>> ntk_alpha_frequencies(dim=4, base=100.0, alpha=3.0).inv_freq
+    array([1.        , 0.03333333])
+    """
+    b_new = ntk_alpha_base(dim=dim, base=base, alpha=alpha)
+    return ScaledFrequencies(_default_inv_freq(dim, b_new), 1.0)  # [eq:ntk-per-pair]
+
+
+# --------------------------------------------------------------------------- float32 emulation
+# transformers 5.24 computes every method in float32 (peer-formulas.md §1, §8). These functions
+# repeat its operations in the same order, one per method; Python scalars are rounded to
+# float32 where torch rounds them. They take the same keyword arguments as the float64 method
+# and run after it has validated them.
+
+_F32 = np.float32
+
+
+def _f32_pow(base, exponent: np.ndarray) -> np.ndarray:
+    """float32 ``base ** exponent`` correctly rounded (torch's powf is within 1 ulp of it)."""
+    b = np.float64(_F32(base))
+    return (b ** exponent.astype(np.float64)).astype(_F32)
+
+
+def _f32_exponents(d: int, n: int | None = None) -> np.ndarray:
+    """float32(2i) / float32(d) rounded to float32, for the first ``n`` (default d/2) pairs."""
+    top = d if n is None else 2 * n
+    return (np.arange(0, top, 2, dtype=np.int64).astype(_F32) / _F32(d)).astype(_F32)
+
+
+def _f32_default(d: int, base) -> np.ndarray:
+    return (_F32(1.0) / _f32_pow(base, _f32_exponents(d))).astype(_F32)
+
+
+def _f32_default_method(*, dim, base=10000.0, **_) -> np.ndarray:
+    return _f32_default(dim, base)
+
+
+def _f32_linear(*, dim, base=10000.0, factor, **_) -> np.ndarray:
+    return (_f32_default(dim, base) / _F32(factor)).astype(_F32)
+
+
+def _f32_ntk(*, dim, base=10000.0, factor, **_) -> np.ndarray:
+    return _f32_default(dim, ntk_base(dim=dim, base=base, factor=factor))
+
+
+def _f32_ntk_alpha(*, dim, base=10000.0, alpha, **_) -> np.ndarray:
+    return _f32_default(dim, ntk_alpha_base(dim=dim, base=base, alpha=alpha))
+
+
+def _f32_dynamic(*, dim, base=10000.0, factor, max_position, seq_len=None) -> np.ndarray:
+    """Up to ``max_position`` the initial buffer (the default frequencies); beyond it the
+    runtime path of the module's forward, where ``seq_len`` is an int64 tensor and the new
+    base a float32 scalar."""
+    if seq_len is None or seq_len <= max_position:
+        return _f32_default(dim, base)
+    s, L = factor, max_position
+    x = _F32(_F32(_F32(s) * _F32(seq_len)) / _F32(L))
+    x = _F32(x - _F32(s - 1))
+    p = _F32(np.float64(x) ** (dim / (dim - 2)))  # the Python-float exponent is not rounded
+    return _f32_default(dim, _F32(_F32(base) * p))
+
+
+def _f32_yarn(
+    *,
+    dim,
+    base=10000.0,
+    factor,
+    original_max_position,
+    beta_fast=32.0,
+    beta_slow=1.0,
+    truncate=None,
+    ramp="transformers",
+    **_,
+) -> np.ndarray:
+    if ramp != "transformers":
+        raise ValueError("transformers computes YaRN with ramp='transformers' only")
+    pos = _f32_pow(base, _f32_exponents(dim))
+    extra = (_F32(1.0) / pos).astype(_F32)
+    inter = (_F32(1.0) / (_F32(factor) * pos).astype(_F32)).astype(_F32)
+    low, high = yarn_correction_range(
+        dim=dim,
+        base=base,
+        original_max_position=original_max_position,
+        beta_fast=beta_fast,
+        beta_slow=beta_slow,
+        truncate=True if truncate is None else truncate,
+    )
+    if low == high:
+        high += 0.001
+    j = np.arange(dim // 2, dtype=_F32)
+    ramp32 = ((j - _F32(low)).astype(_F32) / _F32(high - low)).astype(_F32)
+    ramp32 = np.clip(ramp32, _F32(0), _F32(1))
+    w = (_F32(1) - ramp32).astype(_F32)  # extrapolation weight
+    a = (inter * (_F32(1) - w)).astype(_F32)
+    b = (extra * w).astype(_F32)
+    return (a + b).astype(_F32)
+
+
+def _f32_llama3(
+    *,
+    dim,
+    base=10000.0,
+    factor,
+    original_max_position,
+    low_freq_factor=1.0,
+    high_freq_factor=4.0,
+) -> np.ndarray:
+    s, L = _F32(factor), original_max_position
+    lf, hf = low_freq_factor, high_freq_factor
+    t = _f32_default(dim, base)
+    w_low, w_high = L / lf, L / hf
+    wave = (_F32(2 * math.pi) / t).astype(_F32)
+    u = np.where(wave > w_low, (t / s).astype(_F32), t).astype(_F32)
+    medium = ~(wave < w_high) & ~(wave > w_low)
+    if hf == lf:
+        if np.any(medium):
+            raise ValueError(
+                "llama3 with low_freq_factor == high_freq_factor: a float32 wavelength falls "
+                "exactly on the step, where transformers divides by high - low = 0"
+            )
+        return u
+    g = (((_F32(L) / wave).astype(_F32) - _F32(lf)).astype(_F32) / _F32(hf - lf)).astype(_F32)
+    v = (((_F32(1) - g).astype(_F32) * u).astype(_F32) / s).astype(_F32)
+    v = (v + (g * u).astype(_F32)).astype(_F32)
+    return np.where(medium, v, u).astype(_F32)
+
+
+def _f32_longrope(
+    *, dim, base=10000.0, short_factor, long_factor, original_max_position, seq_len=None, **_
+) -> np.ndarray:
+    use_long = seq_len is not None and seq_len > original_max_position
+    lam32 = np.asarray(long_factor if use_long else short_factor, np.float64).astype(_F32)
+    pw = _f32_pow(base, _f32_exponents(dim))
+    return (_F32(1.0) / (lam32 * pw).astype(_F32)).astype(_F32)
+
+
+def _f32_proportional(*, dim, base=10000.0, partial_rotary_factor=1.0, factor=1.0) -> np.ndarray:
+    k = int(partial_rotary_factor * dim // 2)
+    rotated = (_F32(1.0) / _f32_pow(base, _f32_exponents(dim, k))).astype(_F32)
+    inv = np.concatenate([rotated, np.zeros(dim // 2 - k, _F32)])
+    return (inv / _F32(factor)).astype(_F32)
+
+
+# --------------------------------------------------------------------------- fits
+
+
+def _fit_check(name, theta, *, dim, base, tol, params) -> dict | None:
+    """``params`` (with ``base``) when method ``name`` reproduces ``theta`` within relative
+    ``tol`` (zeros exactly), else None."""
+    try:
+        ref = ROPE_SCALINGS[name](dim=dim, base=base, **params).inv_freq
+    except (TypeError, ValueError):
+        return None
+    if ref.shape != theta.shape or not np.array_equal(ref == 0, theta == 0):
+        return None
+    nz = ref != 0
+    if nz.any() and not np.max(np.abs(theta[nz] / ref[nz] - 1.0)) <= tol:
+        return None
+    return {"base": float(base), **params}
+
+
+def _geometric_base(theta: np.ndarray, d: int) -> float | None:
+    """Base b with theta[i] = theta[0] * b**(-2i/d), from the last entry (None if unfit)."""
+    k = theta.shape[0]
+    if k < 2 or not np.all(np.isfinite(theta)) or not np.all(theta > 0):
+        return None
+    with np.errstate(all="ignore"):
+        b = float((theta[k - 1] / theta[0]) ** (-d / (2.0 * (k - 1))))
+    return b if math.isfinite(b) and b > 1.0 else None
+
+
+def _as_profile(inv_freq, dim) -> tuple[np.ndarray, int] | None:
+    theta = np.asarray(inv_freq, dtype=np.float64)
+    d = _check_dim(dim)
+    if theta.shape != (d // 2,):
+        return None
+    return theta, d
+
+
+def _fit_default(inv_freq, *, dim, base=None, tol=1e-6) -> dict | None:
+    """The base of unscaled frequencies (``base`` is not needed)."""
+    got = _as_profile(inv_freq, dim)
+    b = None if got is None else _geometric_base(*got)
+    if b is None:
+        return None
+    return _fit_check("default", got[0], dim=got[1], base=b, tol=tol, params={})
+
+
+def _fit_linear(inv_freq, *, dim, base=None, tol=1e-6) -> dict | None:
+    """factor = 1 / theta_0 (and the base, fitted when not given)."""
+    got = _as_profile(inv_freq, dim)
+    if got is None or not got[0][0] > 0:
+        return None
+    theta, d = got
+    b = _geometric_base(theta, d) if base is None else base
+    if b is None:
+        return None
+    return _fit_check("linear", theta, dim=d, base=b, tol=tol, params={"factor": 1.0 / theta[0]})
+
+
+def _fit_ntk(inv_freq, *, dim, base=None, tol=1e-6) -> dict | None:
+    """factor = (b'/b)**((d-2)/d) of the fitted base b' (needs the original ``base``)."""
+    got = _as_profile(inv_freq, dim)
+    if got is None or base is None:
+        return None
+    theta, d = got
+    b_new = _geometric_base(theta, d)
+    if b_new is None or d < 4:
+        return None
+    s = (b_new / base) ** ((d - 2) / d)
+    return _fit_check("ntk", theta, dim=d, base=base, tol=tol, params={"factor": s})
+
+
+def _fit_proportional(inv_freq, *, dim, base=None, tol=1e-6) -> dict | None:
+    """partial_rotary_factor = 2k/D from the k leading non-zero pairs, factor = 1/theta_0, and
+    the base (fitted when not given)."""
+    got = _as_profile(inv_freq, dim)
+    if got is None:
+        return None
+    theta, d = got
+    k = int(np.count_nonzero(theta))
+    if k == 0 or np.any(theta[k:] != 0) or not theta[0] > 0:
+        return None
+    if base is None:
+        base = _geometric_base(theta[:k], d) if k >= 2 else None
+        if base is None:
+            return None
+    params = {"partial_rotary_factor": 2.0 * k / d, "factor": 1.0 / theta[0]}
+    return _fit_check("proportional", theta, dim=d, base=base, tol=tol, params=params)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _one(**_) -> float:
+    return 1.0
+
+
+def _yarn_attention(
+    *, factor, mscale=None, mscale_all_dim=None, attention_factor=None, **_
+) -> float:
+    return yarn_attention_scaling(
+        factor=factor,
+        mscale=mscale,
+        mscale_all_dim=mscale_all_dim,
+        attention_factor=attention_factor,
+    )
+
+
+def _longrope_attention(
+    *, original_max_position, factor=None, max_position=None, attention_factor=None, **_
+) -> float:
+    if attention_factor is not None:
+        return check_positive(attention_factor, "attention_factor")
+    L = _check_length(original_max_position, "original_max_position")
+    if factor is None:
+        if max_position is None:
+            raise ValueError(
+                "longrope needs factor, max_position or attention_factor to set the "
+                "attention factor"
+            )
+        factor = _check_length(max_position, "max_position") / L
+    return longrope_attention_scaling(factor=factor, original_max_position=L)
+
+
+def _show(value) -> str:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return f"[{len(value)} values]"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return repr(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalingMethod:
+    """One scaling method: its frequencies and everything a config, the checker and the CLI
+    need to know about it. Calling the record computes the exact float64 frequencies.
+
+    Attributes
+    ----------
+    name : str
+        The rope type (key of :data:`ROPE_SCALINGS`).
+    frequencies : callable
+        ``frequencies(*, dim, base, **params) -> ScaledFrequencies``, exact float64.
+    keys : Mapping[str, str]
+        Config key (in ``rope_parameters`` / ``rope_scaling``) -> parameter name.
+    defaults : Mapping[str, object]
+        Parameter -> value used when the config omits it.
+    required : tuple of str
+        Parameters that must be given (besides ``dim``; ``base`` has a default).
+    family : str
+        The scaling family the checker reports for these frequencies.
+    title : str
+        What the method does, in a few words (the start of :meth:`describe`).
+    emulation : callable
+        transformers 5.24's float32 arithmetic for the method, same keywords as
+        ``frequencies``; use :meth:`float32`, which validates first.
+    attention : callable
+        ``attention(**params) -> float``: the factor on cos and sin; use
+        :meth:`attention_factor`.
+    fit : callable or None
+        ``fit(inv_freq, *, dim, base, tol) -> dict | None``: the method's parameters (with
+        ``base``) that reproduce measured float64 frequencies within relative ``tol``, or
+        None; ``base`` may be None where the method can fit it.
+    """
+
+    name: str
+    frequencies: Callable[..., ScaledFrequencies] = dataclasses.field(repr=False)
+    keys: Mapping[str, str]
+    defaults: Mapping[str, object]
+    required: tuple[str, ...]
+    family: str
+    title: str
+    emulation: Callable[..., np.ndarray] = dataclasses.field(repr=False)
+    attention: Callable[..., float] = dataclasses.field(default=_one, repr=False)
+    fit: Callable[..., dict | None] | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self):
+        # inspect.signature(record) shows the method's own keywords
+        object.__setattr__(self, "__signature__", inspect.signature(self.frequencies))
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """Every keyword the method takes (``dim`` and ``base`` included)."""
+        return tuple(inspect.signature(self.frequencies).parameters)
+
+    def __call__(self, **params) -> ScaledFrequencies:
+        return self.frequencies(**params)
+
+    def _check_names(self, params: Mapping) -> None:
+        unknown = sorted(set(params) - set(self.parameters))
+        if unknown:
+            raise TypeError(
+                f"{self.name} got unexpected keyword argument(s) {unknown}; it takes "
+                f"{list(self.parameters)}"
+            )
+
+    def float32(self, *, dim: int, base: float = 10000.0, seq_len=None, **params) -> np.ndarray:
+        """transformers 5.24's float32 ``inv_freq`` for these parameters, shape (dim // 2,).
+
+        ``seq_len`` is the runtime length for methods that depend on it (dynamic: the base
+        the module's forward computes; longrope: the factor set) and ignored by the others.
+        """
+        if "seq_len" in self.parameters:
+            params["seq_len"] = seq_len
+        self(dim=dim, base=base, **params)  # validates every argument
+        return self.emulation(dim=dim, base=base, **params).astype(_F32)
+
+    def attention_factor(self, **params) -> float:
+        """The factor transformers multiplies into cos and sin for these parameters (any of
+        the method's keywords may be passed; those it does not need are ignored)."""
+        self._check_names(params)
+        return float(self.attention(**params))
+
+    def describe(self, params: Mapping) -> str:
+        """One line: the method, what it does and its parameters (lists as their length)."""
+        shown = [f"{k}={_show(params[k])}" for k in self.parameters if k in params]
+        return f"{self.name} ({self.title})" + (": " + ", ".join(shown) if shown else "")
+
+
+_YARN_KEYS = {
+    "factor": "factor",
+    "original_max_position_embeddings": "original_max_position",
+    "attention_factor": "attention_factor",
+    "beta_fast": "beta_fast",
+    "beta_slow": "beta_slow",
+    "mscale": "mscale",
+    "mscale_all_dim": "mscale_all_dim",
+    "truncate": "truncate",
+}
+_LLAMA3_KEYS = {
+    "factor": "factor",
+    "original_max_position_embeddings": "original_max_position",
+    "low_freq_factor": "low_freq_factor",
+    "high_freq_factor": "high_freq_factor",
+}
+_LONGROPE_KEYS = {
+    "short_factor": "short_factor",
+    "long_factor": "long_factor",
+    "original_max_position_embeddings": "original_max_position",
+    "factor": "factor",
+    "attention_factor": "attention_factor",
+}
+
+_RECORDS = (
+    ScalingMethod(
+        "default",
+        default_frequencies,
+        {},
+        {},
+        (),
+        "none",
+        "unscaled, theta_i = b**(-2i/d)",
+        _f32_default_method,
+        fit=_fit_default,
+    ),
+    ScalingMethod(
+        "linear",
+        linear_frequencies,
+        {"factor": "factor"},
+        {},
+        ("factor",),
+        "linear",
+        "position interpolation, theta_i / factor",
+        _f32_linear,
+        fit=_fit_linear,
+    ),
+    ScalingMethod(
+        "ntk",
+        ntk_frequencies,
+        {"factor": "factor"},
+        {},
+        ("factor",),
+        "ntk",
+        "NTK-aware, base b * factor**(d/(d-2))",
+        _f32_ntk,
+        fit=_fit_ntk,
+    ),
+    ScalingMethod(
+        "dynamic",
+        dynamic_frequencies,
+        {"factor": "factor"},
+        {},
+        ("factor", "max_position"),
+        "ntk",
+        "dynamic NTK, base grows with seq_len beyond max_position",
+        _f32_dynamic,
+    ),
+    ScalingMethod(
+        "yarn",
+        yarn_frequencies,
+        _YARN_KEYS,
+        {"beta_fast": 32.0, "beta_slow": 1.0, "truncate": True},
+        ("factor", "original_max_position"),
+        "yarn",
+        "NTK-by-parts ramp and attention temperature",
+        _f32_yarn,
+        _yarn_attention,
+    ),
+    ScalingMethod(
+        "llama3",
+        llama3_frequencies,
+        _LLAMA3_KEYS,
+        {},
+        ("factor", "original_max_position", "low_freq_factor", "high_freq_factor"),
+        "llama3",
+        "low band divided by factor, high band kept, blended between",
+        _f32_llama3,
+    ),
+    ScalingMethod(
+        "longrope",
+        longrope_frequencies,
+        _LONGROPE_KEYS,
+        {},
+        ("short_factor", "long_factor", "original_max_position"),
+        "longrope",
+        "per-pair factors, long set beyond original_max_position",
+        _f32_longrope,
+        _longrope_attention,
+    ),
+    ScalingMethod(
+        "proportional",
+        proportional_frequencies,
+        {"partial_rotary_factor": "partial_rotary_factor", "factor": "factor"},
+        {"partial_rotary_factor": 1.0, "factor": 1.0},
+        (),
+        "proportional",
+        "leading pairs b**(-2i/D) / factor over the whole head D, the rest 0",
+        _f32_proportional,
+        fit=_fit_proportional,
+    ),
+    ScalingMethod(
+        "ntk_alpha",
+        ntk_alpha_frequencies,
+        {"alpha": "alpha"},
+        {},
+        ("alpha",),
+        "ntk",
+        "static NTK-aware base b * alpha**(d/(d-2))",
+        _f32_ntk_alpha,
+    ),
 )
-"""Registry of scaling methods: rope type -> ``fn(*, dim, base, ...) -> ScaledFrequencies``.
+
+ROPE_SCALINGS: dict = _Registry({r.name: r for r in _RECORDS})
+"""Registry of scaling methods: rope type -> :class:`ScalingMethod` (callable:
+``ROPE_SCALINGS[name](dim=..., base=..., **params) -> ScaledFrequencies``).
 
 Looking up an unknown name raises :class:`UnknownRopeTypeError` (a ``KeyError`` and a
 ``ValueError``) listing the known names."""
@@ -823,57 +1477,27 @@ def scale_frequencies(rope_type: str, /, **params) -> ScaledFrequencies:
     ...     print(err)  # doctest: +ELLIPSIS
     unknown rope type 'rope'; known rope types: default, dynamic, linear, llama3, ...
     """
+    return _method(rope_type)(**params)
+
+
+def _method(rope_type) -> ScalingMethod:
     if not isinstance(rope_type, str):
         raise TypeError(f"rope_type must be a string, got {type(rope_type).__name__}")
-    return ROPE_SCALINGS[rope_type](**params)
+    return ROPE_SCALINGS[rope_type]
 
 
-# --------------------------------------------------------------------------- float32 emulation
-# transformers 5.24 computes every method in float32 (peer-formulas.md §1, §8). These helpers
-# repeat its operations in the same order; Python scalars are rounded to float32 where torch
-# rounds them. float32 pow is emulated by rounding the float64 power (torch's CPU powf is close
-# to correctly rounded but not exactly: see the known limit in the parity tests).
-
-_F32 = np.float32
-
-
-def _f32_pow(base, exponent: np.ndarray) -> np.ndarray:
-    b = np.float64(_F32(base))
-    return (b ** exponent.astype(np.float64)).astype(_F32)
-
-
-def _f32_exponents(d: int) -> np.ndarray:
-    return (np.arange(0, d, 2, dtype=np.int64).astype(_F32) / _F32(d)).astype(_F32)
-
-
-def _f32_default(d: int, base) -> np.ndarray:
-    return (_F32(1.0) / _f32_pow(base, _f32_exponents(d))).astype(_F32)
-
-
-def _f32_dynamic_base(d, base, s, L, seq_len) -> np.float32:
-    """transformers' runtime path: seq_len is an int64 tensor, so b' is a float32 scalar."""
-    l_ = _F32(max(seq_len, L))
-    x = _F32(_F32(_F32(s) * l_) / _F32(L))
-    x = _F32(x - _F32(s - 1))
-    p = _F32(np.float64(x) ** (d / (d - 2)))  # the Python-float exponent is not rounded
-    return _F32(_F32(base) * p)
-
-
-def transformers_float32_frequencies(
-    rope_type: str, /, *, runtime: bool = True, **params
-) -> ScaledFrequencies:
+def transformers_float32_frequencies(rope_type: str, /, **params) -> ScaledFrequencies:
     """The float32 frequencies transformers 5.24's rotary module uses for ``rope_type``.
 
     Parameters
     ----------
     rope_type : str
-        ``"default"``, ``"linear"``, ``"dynamic"``, ``"yarn"``, ``"llama3"`` or ``"longrope"``
-        (``"ntk"`` is the default computation with the NTK base).
-    runtime : bool, default True
-        For ``dynamic``: with ``seq_len > max_position`` use the runtime path of the module's
-        forward (the base is a float32 tensor); otherwise the frequencies of initialisation.
+        A key of :data:`ROPE_SCALINGS` (``"ntk"`` is the default computation with the NTK
+        base, as models that write ``rope_theta = b'`` get).
     **params
-        The same keyword arguments as the float64 method in :data:`ROPE_SCALINGS`.
+        The same keyword arguments as the float64 method. For ``dynamic``, ``seq_len`` above
+        ``max_position`` selects the runtime path of the module's forward (the base is a
+        float32 tensor); otherwise the frequencies of initialisation.
 
     Returns
     -------
@@ -883,93 +1507,19 @@ def transformers_float32_frequencies(
     Notes
     -----
     Follows peer-formulas §1.3-1.9: exponents ``float32(2i) / d`` rounded to float32, a float32
-    power, float32 reciprocal, and each method's operations in transformers' order.
+    power, float32 reciprocal, and each method's operations in transformers' order. Every
+    step is bit-identical to torch's except the power: torch's CPU ``powf`` is within 1 ulp of
+    the correctly rounded value used here but not always equal to it, and the reciprocal and
+    the YaRN/Llama 3 blends carry that ulp on (up to 3 float32 ulp of the frequency, measured).
+    With torch's own powers substituted, YaRN at d = 256 over 1 296 configurations (165 888
+    frequencies) is bit-identical (``tests/parity/test_transformers_rope.py``).
 
     Examples
     --------
     >>> transformers_float32_frequencies("default", dim=8, base=1e4).inv_freq
     array([1.   , 0.1  , 0.01 , 0.001], dtype=float32)
     """
-    exact = scale_frequencies(rope_type, **params)  # validates every argument
-    d = check_dim(params["dim"])
-    base = params.get("base", 10000.0)
-    if rope_type == "default":
-        inv = _f32_default(d, base)
-    elif rope_type == "ntk":
-        inv = _f32_default(d, ntk_base(dim=d, base=base, factor=params["factor"]))
-    elif rope_type == "linear":
-        inv = (_f32_default(d, base) / _F32(params["factor"])).astype(_F32)
-    elif rope_type == "dynamic":
-        L = params["max_position"]
-        seq_len = params.get("seq_len")
-        if runtime and seq_len is not None and seq_len > L:
-            inv = (
-                _F32(1.0)
-                / _f32_pow(
-                    _f32_dynamic_base(d, base, params["factor"], L, seq_len), _f32_exponents(d)
-                )
-            ).astype(_F32)
-        else:
-            b_new = dynamic_ntk_base(
-                dim=d, base=base, factor=params["factor"], max_position=L, seq_len=seq_len
-            )
-            inv = _f32_default(d, b_new)
-    elif rope_type == "yarn":
-        inv = _f32_yarn(d, base, params)
-    elif rope_type == "llama3":
-        inv = _f32_llama3(d, base, params)
-    elif rope_type == "longrope":
-        L = params["original_max_position"]
-        seq_len = params.get("seq_len")
-        lam = (
-            params["long_factor"] if seq_len is not None and seq_len > L else params["short_factor"]
-        )
-        lam32 = np.asarray(lam, dtype=np.float64).astype(_F32)
-        pw = _f32_pow(base, _f32_exponents(d))
-        inv = (_F32(1.0) / (lam32 * pw).astype(_F32)).astype(_F32)
-    else:  # pragma: no cover - scale_frequencies has rejected it
-        raise AssertionError(rope_type)
-    return ScaledFrequencies(inv.astype(_F32), float(exact.attention_scaling))
-
-
-def _f32_yarn(d: int, base, params) -> np.ndarray:
-    s = params["factor"]
-    if params.get("ramp", "transformers") != "transformers":
-        raise ValueError("transformers computes YaRN with ramp='transformers' only")
-    pos = _f32_pow(base, _f32_exponents(d))
-    extra = (_F32(1.0) / pos).astype(_F32)
-    inter = (_F32(1.0) / (_F32(s) * pos).astype(_F32)).astype(_F32)
-    truncate = params.get("truncate")
-    low, high = yarn_correction_range(
-        dim=d,
-        base=base,
-        original_max_position=params["original_max_position"],
-        beta_fast=params.get("beta_fast", 32.0),
-        beta_slow=params.get("beta_slow", 1.0),
-        truncate=True if truncate is None else truncate,
-    )
-    if low == high:
-        high += 0.001
-    j = np.arange(d // 2, dtype=_F32)
-    ramp = ((j - _F32(low)).astype(_F32) / _F32(high - low)).astype(_F32)
-    ramp = np.clip(ramp, _F32(0), _F32(1))
-    w = (_F32(1) - ramp).astype(_F32)  # extrapolation weight
-    a = (inter * (_F32(1) - w)).astype(_F32)
-    b = (extra * w).astype(_F32)
-    return (a + b).astype(_F32)
-
-
-def _f32_llama3(d: int, base, params) -> np.ndarray:
-    s = _F32(params["factor"])
-    L = params["original_max_position"]
-    lf = params.get("low_freq_factor", 1.0)
-    hf = params.get("high_freq_factor", 4.0)
-    t = _f32_default(d, base)
-    w_low, w_high = L / lf, L / hf
-    wave = (_F32(2 * math.pi) / t).astype(_F32)
-    u = np.where(wave > w_low, (t / s).astype(_F32), t).astype(_F32)
-    g = (((_F32(L) / wave).astype(_F32) - _F32(lf)).astype(_F32) / _F32(hf - lf)).astype(_F32)
-    v = (((_F32(1) - g).astype(_F32) * u).astype(_F32) / s).astype(_F32)
-    v = (v + (g * u).astype(_F32)).astype(_F32)
-    medium = ~(wave < w_high) & ~(wave > w_low)
-    return np.where(medium, v, u).astype(_F32)
+    method = _method(rope_type)
+    exact = method(**params)  # validates every argument
+    inv = method.emulation(**params).astype(_F32)
+    return ScaledFrequencies(inv, float(exact.attention_scaling))
