@@ -9,11 +9,15 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
+    "block_diagonal_step",
     "block_rotation",
+    "blocks_equal",
+    "cancel_orthogonal",
     "frequency_symbols",
     "rotation_2x2",
     "sinusoidal_pe",
     "sinusoidal_shift",
+    "symbolic_size",
 ]
 
 
@@ -68,3 +72,88 @@ def sinusoidal_shift(offset, freqs) -> sp.Matrix:
         M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s  # [eq:pe-shift]
         M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
     return M
+
+
+# ---------------------------------------------------------------------------------------------
+# Block-diagonal lemmas for a symbolic number of blocks (the induction step of the book's
+# proofs for every dimension d).
+# ---------------------------------------------------------------------------------------------
+
+
+def symbolic_size(name: str = "s") -> sp.Symbol:
+    """A positive integer symbol, used as the (symbolic) size of a matrix block."""
+    return sp.Symbol(name, integer=True, positive=True)
+
+
+def block_diagonal_step(size, B=None, D=None, v=None, *, block: int = 2) -> dict[str, object]:
+    """Block products of ``diag(A, B)`` and ``diag(C, D)`` with ``A, C`` of symbolic size.
+
+    ``A, C`` are ``size x size`` matrix symbols (``size`` may be a SymPy symbol) and ``u`` a
+    ``size x 1`` vector symbol; ``B, D`` (``block x block``) and ``v`` (``block x 1``) are
+    matrix symbols unless explicit matrices are given (e.g. a 2x2 rotation with a symbolic
+    angle). Returns the blocks and the collapsed block forms of
+
+    * ``"product"``: ``diag(A, B) diag(C, D)``,
+    * ``"transpose_product"``: ``diag(A, B)^T diag(C, D)``,
+    * ``"matvec"``: ``diag(A, B) [u; v]``,
+
+    so that a proof can assert ``product == diag(A C, B D)`` and so on for every size: the
+    induction step from ``size / block`` blocks to one more block.
+    """
+    A, C = sp.MatrixSymbol("A", size, size), sp.MatrixSymbol("C", size, size)
+    u = sp.MatrixSymbol("u", size, 1)
+    B = sp.MatrixSymbol("B", block, block) if B is None else sp.ImmutableMatrix(B)
+    D = sp.MatrixSymbol("D", block, block) if D is None else sp.ImmutableMatrix(D)
+    v = sp.MatrixSymbol("v", block, 1) if v is None else sp.ImmutableMatrix(v)
+    X, Y = sp.BlockDiagMatrix(A, B), sp.BlockDiagMatrix(C, D)
+    return {
+        "A": A,
+        "B": B,
+        "C": C,
+        "D": D,
+        "u": u,
+        "v": v,
+        "product": sp.block_collapse(X * Y),
+        "transpose_product": sp.block_collapse(X.T * Y),
+        "matvec": sp.block_collapse(X * sp.BlockMatrix([[u], [v]])),
+    }
+
+
+def blocks_equal(X, Y) -> bool:
+    """Whether two block matrices have the same block structure and equal blocks.
+
+    Blocks are compared exactly: structurally for matrix expressions (``A.T*C``), and by
+    simplifying the difference to zero for explicit matrices.
+    """
+    if not (isinstance(X, sp.BlockMatrix) and isinstance(Y, sp.BlockMatrix)):
+        return False
+    if X.blockshape != Y.blockshape:
+        return False
+    for x, y in zip(X.blocks, Y.blocks, strict=True):
+        if x.shape != y.shape:
+            return False
+        if x == y:
+            continue
+        if isinstance(x, sp.MatrixBase) and isinstance(y, sp.MatrixBase):
+            diff = sp.simplify(sp.expand_trig(sp.expand(x - y)))
+            if diff != sp.zeros(*x.shape):
+                return False
+        elif sp.simplify(x - y) != sp.ZeroMatrix(*x.shape):
+            return False
+    return True
+
+
+def cancel_orthogonal(expr, P):
+    """Remove every adjacent ``P.T * P`` from a matrix product (valid when P is orthogonal)."""
+    if not isinstance(expr, sp.MatMul):
+        return expr
+    factors = list(expr.args)
+    out: list = []
+    for f in factors:
+        if out and out[-1] == P.T and f == P:
+            out.pop()
+            continue
+        out.append(f)
+    if not out:
+        return sp.Identity(P.shape[0])
+    return out[0] if len(out) == 1 else sp.MatMul(*out)
