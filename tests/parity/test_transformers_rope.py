@@ -274,6 +274,8 @@ CASES = {
 # test asserts this exact set, so a change is seen.
 POW_ULP_PAIRS: dict[str, list[int]] = {
     "dynamic-2-above": [2],
+    # pair 9: torch's pow of the float32 runtime base 141238 (torch 2.13.0, AVX2 dispatch)
+    "dynamic-3-partial-above": [9],
     "linear-3.5-head_dim96": [20],
     "yarn-4-qwen-style": [37],
     "yarn-attention-factor-betas-8-2-partial": [20],
@@ -551,3 +553,226 @@ def test_spec_apply_float32_matches_apply_rotary_pos_emb():
     assert np.max(np.abs(got - want)) <= 4e-7 * np.max(np.abs(want))
     ref = spec.apply(x.astype(np.float64), pos)
     assert np.max(np.abs(ref - want)) <= 1e-3 * np.max(np.abs(want))  # float32 angles at 4096
+
+
+# ------------------------------------------------------------------------------------------
+# The scaling records' float32 emulations against transformers' own init functions, for the
+# methods and parameter sweeps that the config cases above do not reach.
+
+from transformers.modeling_rope_utils import (  # noqa: E402
+    _compute_proportional_rope_parameters,
+    _compute_yarn_parameters,
+)
+
+from refimpl import scaling  # noqa: E402
+from refimpl.numerics import transformers_float32_forward  # noqa: E402
+from refimpl.scaling import ROPE_SCALINGS  # noqa: E402
+
+
+def _torch_pow_pairs(base: float, exponents32: np.ndarray) -> list[int]:
+    """Pairs where torch's float32 ``base ** e`` differs from the correctly rounded power
+    that the emulation uses (measured by running torch's pow, never listed by hand)."""
+    torch_pow = (float(base) ** torch.from_numpy(exponents32)).numpy()
+    return np.flatnonzero(torch_pow != scaling._f32_pow(base, exponents32)).tolist()
+
+
+def _quiet_config(cls, **kwargs):
+    """A transformers config built without its warnings (explicit factors that differ from
+    max_position / original are intended here)."""
+    import logging
+
+    logger = logging.getLogger("transformers")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        return cls(**kwargs)
+    finally:
+        logger.setLevel(level)
+
+
+# YaRN sweep at d = 256 (hand-made grid, 6 * 9 * 4 * 3 * 2 = 1296 configurations, 165 888
+# frequencies): bases with and without an exact float32 value, factors from 1.1 to 40,
+# original contexts, (beta_fast, beta_slow) pairs and both truncate settings.
+YARN_SWEEP = [
+    dict(base=b, factor=s, original_max_position=L, beta_fast=bf, beta_slow=bs, truncate=t)
+    for b in (1e4, 5e5, 1e6, 150000.0, 10000.5, 123456.7)
+    for s in (1.1, 1.5, 2.0, 4.0, 6.5, 7.3, 16.0, 32.0, 40.0)
+    for L in (1000, 2048, 4096, 32768)
+    for bf, bs in ((32.0, 1.0), (8.0, 2.0), (33.3, 1.7))
+    for t in (True, False)
+]
+
+
+def _hf_yarn(p: dict, d: int = 256) -> np.ndarray:
+    cfg = _quiet_config(
+        LlamaConfig,
+        hidden_size=2 * d,
+        num_attention_heads=2,
+        head_dim=d,
+        max_position_embeddings=4 * p["original_max_position"],
+        rope_parameters={
+            "rope_type": "yarn",
+            "rope_theta": p["base"],
+            "factor": p["factor"],
+            "original_max_position_embeddings": p["original_max_position"],
+            "beta_fast": p["beta_fast"],
+            "beta_slow": p["beta_slow"],
+            "truncate": p["truncate"],
+        },
+    )
+    return _compute_yarn_parameters(cfg)[0].numpy()
+
+
+def test_yarn_float32_emulation_over_the_d256_sweep(monkeypatch):
+    """Every operation but the power is bit-identical to transformers': with torch's own
+    powers substituted the emulation equals transformers on all 165 888 frequencies. With
+    the correctly rounded power it is exact on every pair where torch's pow is exact, and on
+    the pairs where torch's pow is 1 ulp off (measured per configuration) the reciprocal and
+    the blend carry that ulp to at most 3 ulp of the frequency."""
+    d = 256
+    e32 = scaling._f32_exponents(d)
+    peers = [_hf_yarn(p) for p in YARN_SWEEP]
+    plain = [ROPE_SCALINGS["yarn"].float32(dim=d, **p) for p in YARN_SWEEP]
+    off = 0
+    worst = 0
+    for p, hf, mine in zip(YARN_SWEEP, peers, plain, strict=True):
+        ulps = _ulps(hf, mine)
+        bad = _torch_pow_pairs(p["base"], e32)
+        assert np.flatnonzero(ulps).tolist() == [i for i in bad if ulps[i]], p
+        assert set(np.flatnonzero(ulps)) <= set(bad), p
+        assert ulps.max() <= 3, p
+        off += int(np.count_nonzero(ulps))
+        worst = max(worst, int(ulps.max()))
+    MEASURED["yarn-d256-sweep"] = {
+        "entries": float(len(YARN_SWEEP) * d // 2),
+        "entries_differing": float(off),
+        "max_ulp": float(worst),
+    }
+    monkeypatch.setattr(scaling, "_f32_pow", lambda b, e: (float(b) ** torch.from_numpy(e)).numpy())
+    for p, hf in zip(YARN_SWEEP, peers, strict=True):
+        assert np.array_equal(ROPE_SCALINGS["yarn"].float32(dim=d, **p), hf), p
+
+
+# Proportional RoPE (Gemma 4). The Gemma 4 case is its transformers config class's defaults
+# (labelled as such: global layers proportional, partial_rotary_factor 0.25, rope_theta 1e6,
+# global_head_dim 512); the others are hand-made.
+PROPORTIONAL = [
+    dict(dim=d, base=b, partial_rotary_factor=p, factor=s)
+    for d in (128, 256, 512)
+    for b in (1e4, 1e6)
+    for p in (0.0, 0.25, 0.3, 0.5, 1.0)
+    for s in (1.0, 2.0, 8.0)
+]
+
+
+def test_proportional_float32_matches_gemma4_rotary_module():
+    from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
+    from transformers.models.gemma4.modeling_gemma4 import Gemma4TextRotaryEmbedding
+
+    module = Gemma4TextRotaryEmbedding(Gemma4TextConfig())
+    hf = module.full_attention_inv_freq.numpy()
+    mine = ROPE_SCALINGS["proportional"].float32(dim=512, base=1e6, partial_rotary_factor=0.25)
+    assert hf.shape == mine.shape == (256,)
+    ulps = _ulps(hf, mine)
+    assert ulps.max() <= 1
+    # pair 29: torch's float32 pow is 1 ulp off (measured with torch 2.13.0 CPU)
+    assert np.flatnonzero(ulps).tolist() == [29]
+    assert _torch_pow_pairs(1e6, scaling._f32_exponents(512, 64)) == [29]
+    assert np.all(mine[64:] == 0) and np.all(hf[64:] == 0)
+    pos = np.array([0, 1, 7, 1000, 131071])
+    with torch.no_grad():
+        cos, sin = module(torch.zeros(1), torch.from_numpy(pos)[None], "full_attention")
+    cos, sin = cos[0].numpy(), sin[0].numpy()
+    # the pass-through pairs (and their half-split copies) are exactly cos 1, sin 0 ...
+    assert np.all(cos[:, 64:256] == 1) and np.all(sin[:, 64:256] == 0)
+    assert np.all(cos[:, 320:] == 1) and np.all(sin[:, 320:] == 0)
+    # ... and so are refimpl's float32 tables built from the emulated frequencies
+    c32, s32 = transformers_float32_forward(pos, mine, 1.0)
+    assert np.all(c32[:, 64:] == 1) and np.all(s32[:, 64:] == 0)
+    good = np.setdiff1d(np.arange(64), [29])
+    assert np.max(np.abs(c32[:, good] - cos[:, good])) <= 1e-7
+    assert np.max(np.abs(s32[:, good] - sin[:, good])) <= 1e-7
+
+
+@pytest.mark.parametrize("p", PROPORTIONAL, ids=lambda p: "-".join(str(v) for v in p.values()))
+def test_proportional_float32_matches_transformers_init(p):
+    cfg = _quiet_config(
+        LlamaConfig,
+        hidden_size=4 * p["dim"],
+        num_attention_heads=4,
+        head_dim=p["dim"],
+        rope_parameters={
+            "rope_type": "proportional",
+            "rope_theta": p["base"],
+            "partial_rotary_factor": p["partial_rotary_factor"],
+            "factor": p["factor"],
+        },
+    )
+    hf = _compute_proportional_rope_parameters(cfg)[0].numpy()
+    mine = ROPE_SCALINGS["proportional"].float32(**p)
+    k = int(p["partial_rotary_factor"] * p["dim"] // 2)
+    ulps = _ulps(hf, mine)
+    bad = _torch_pow_pairs(p["base"], scaling._f32_exponents(p["dim"], k))
+    assert ulps.max() <= 1 and set(np.flatnonzero(ulps)) <= set(bad), (ulps.max(), bad)
+    assert np.all(hf[k:] == 0) and np.all(mine[k:] == 0)
+
+
+# llama3 with low_freq_factor == high_freq_factor: Llama 4 Scout's rope_scaling values
+# (factor 16, low = high = 1, original 8192, rope_theta 5e5, head_dim 128; from
+# meta-llama/Llama-4-Scout-17B-16E config.json, text_config) on a hand-made LlamaConfig.
+LLAMA3_STEP = dict(
+    hidden_size=5120,
+    num_attention_heads=40,
+    head_dim=128,
+    max_position_embeddings=10485760,
+    rope_theta=5e5,
+    rope_scaling={
+        "rope_type": "llama3",
+        "factor": 16.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+    },
+)
+
+
+def test_llama3_step_float32_matches_transformers():
+    module = LlamaRotaryEmbedding(_quiet_config(LlamaConfig, **LLAMA3_STEP))
+    hf = module.inv_freq.numpy()
+    kw = dict(factor=16.0, original_max_position=8192, low_freq_factor=1.0, high_freq_factor=1.0)
+    mine = ROPE_SCALINGS["llama3"].float32(dim=128, base=5e5, **kw)
+    assert np.all(np.isfinite(hf))
+    ulps = _ulps(hf, mine)
+    bad = _torch_pow_pairs(5e5, scaling._f32_exponents(128))
+    assert ulps.max() <= 1 and set(np.flatnonzero(ulps)) <= set(bad)
+    exact = ROPE_SCALINGS["llama3"](dim=128, base=5e5, **kw).inv_freq
+    ratio = refimpl.inv_freq(128, 5e5) / exact
+    assert set(np.round(ratio, 12)) == {1.0, 16.0}  # a step: kept or divided, nothing between
+    assert np.array_equal(ratio == 16.0, hf.astype(np.float64) < refimpl.inv_freq(128, 5e5) / 2)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 50.0, 1000.0])
+def test_ntk_alpha_float32_matches_hunyuan_rotary_module(alpha):
+    from transformers.models.hunyuan_v1_dense.configuration_hunyuan_v1_dense import (
+        HunYuanDenseV1Config,
+    )
+    from transformers.models.hunyuan_v1_dense.modeling_hunyuan_v1_dense import (
+        HunYuanDenseV1RotaryEmbedding,
+    )
+
+    # hand-made HunYuan config: {"type": "dynamic", "alpha": ...} as the released configs write it
+    cfg = HunYuanDenseV1Config(
+        hidden_size=1024,
+        num_attention_heads=8,
+        head_dim=128,
+        rope_parameters={"rope_type": "dynamic", "alpha": alpha, "factor": 1.0, "rope_theta": 1e4},
+    )
+    module = HunYuanDenseV1RotaryEmbedding(cfg)
+    assert module.rope_type == "ntk_alpha"
+    hf = module.inv_freq.numpy()
+    mine = ROPE_SCALINGS["ntk_alpha"].float32(dim=128, base=1e4, alpha=alpha)
+    ulps = _ulps(hf, mine)
+    b_new = scaling.ntk_alpha_base(dim=128, base=1e4, alpha=alpha)
+    bad = _torch_pow_pairs(b_new, scaling._f32_exponents(128))
+    assert ulps.max() <= 1 and set(np.flatnonzero(ulps)) <= set(bad), (ulps.max(), bad)
+    assert module.attention_scaling == ROPE_SCALINGS["ntk_alpha"].attention_factor(alpha=alpha)
