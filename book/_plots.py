@@ -336,27 +336,38 @@ def plot_curves(x, curves: dict, *, xlabel: str, ylabel: str, title: str = "", l
 
 
 
-def plot_head_maps(maps, titles, *, xlabel, ylabel, suptitle, cmap="viridis", ncols=4):
-    """Heatmaps of several (rows, cols) arrays side by side, one colour bar each.
+def plot_head_maps(
+    maps, titles, *, xlabel, ylabel, suptitle, cmap="viridis", ncols=4, shared_scale=False
+):
+    """Heatmaps of several (rows, cols) arrays side by side.
 
-    ``-inf`` entries (masked keys) are drawn in white.
+    ``-inf`` entries (masked keys) are drawn in white. With ``shared_scale`` every panel uses
+    one colour scale and one colour bar, so that panels can be compared by colour; otherwise
+    each panel has its own.
     """
     n = len(maps)
     ncols = min(ncols, n)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 2.9 * nrows), squeeze=False)
-    for ax, m, t in zip(axes.flat, maps, titles, strict=False):
-        arr = np.ma.masked_invalid(np.where(np.isinf(m), np.nan, m))
-        im = ax.imshow(arr, cmap=cmap, origin="upper")
+    arrays = [np.ma.masked_invalid(np.where(np.isinf(m), np.nan, m)) for m in maps]
+    scale = {}
+    if shared_scale:
+        scale = {"vmin": min(a.min() for a in arrays), "vmax": max(a.max() for a in arrays)}
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(3.1 * ncols, 2.9 * nrows), squeeze=False, constrained_layout=True
+    )
+    for ax, arr, t in zip(axes.flat, arrays, titles, strict=False):
+        im = ax.imshow(arr, cmap=cmap, origin="upper", **scale)
         ax.set_title(t, fontsize=10)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(False)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        if not shared_scale:
+            fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    if shared_scale:
+        fig.colorbar(im, ax=axes, shrink=0.8)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     fig.suptitle(suptitle)
-    fig.tight_layout()
     return fig
 
 
