@@ -13,25 +13,30 @@ Conventions (see the book's notation page):
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-
 import numpy as np
 
+from . import _kernel
 from ._checks import (
     as_float_array,
     as_inv_freq,
     as_positions,
     check_base,
     check_choice,
+    check_count,
     check_dim,
-    check_out,
+    check_flag,
     check_pairing,
     check_positive_int,
     check_real,
     result_dtype,
-    sum_is_finite,
 )
+from ._kernel import (
+    addition_cos_sin,
+    addition_lo_tables,
+    check_addition_positions,
+    fast_cos_sin,
+)
+from .positions import plan
 
 __all__ = [
     "angles",
@@ -44,6 +49,7 @@ __all__ = [
     "inv_freq",
     "pair_indices",
     "pairing_permutation",
+    "reference_rotation",
     "rotation_matrix",
 ]
 
@@ -207,134 +213,51 @@ def cos_sin(
     """
     check_choice(method, "method", COS_SIN_METHODS)
     scale = check_real(attention_scaling, "attention_scaling")
-    if method == "accurate":
+    tables = _TableMethod(method, inv_freq, dim, base, scale)
+    pos = as_positions(positions)
+    tables.check(pos)
+    return tables(pos)
+
+
+class _TableMethod:
+    """One of :data:`COS_SIN_METHODS` bound to its frequencies and scale: ``check(pos)``
+    refuses positions outside the method's domain, ``self(pos)`` returns ``(cos, sin)`` of
+    shape (len(pos), d/2). Shared by :func:`cos_sin` and the streaming tables (which check a
+    whole stream once and then compute it chunk by chunk)."""
+
+    def __init__(self, method, inv_freq_arg, dim, base, scale):
+        self.method, self.scale = method, scale
+        self.theta = _resolve_inv_freq(inv_freq_arg, dim, base)
+        # accurate tables of dim and base use the exact b^(-2i/d), not their float64 roundings
+        self.exact = None if inv_freq_arg is not None else (check_dim(dim), check_base(base))
+        self.lo_tables = addition_lo_tables(self.theta) if method == "addition" else None
+
+    def check(self, pos):
+        if self.method == "addition":
+            check_addition_positions(pos)
+
+    def __call__(self, pos):
+        if self.method == "fast":
+            return fast_cos_sin(pos, self.theta, self.scale)
+        if self.method == "addition":
+            return addition_cos_sin(pos, self.theta, self.scale, self.lo_tables)
         from ._exact import accurate_cos_sin
 
-        pos = as_positions(positions)
-        if inv_freq is None:
-            if dim is None:
-                raise TypeError("cos_sin needs either inv_freq or dim (with base)")
-            c, s = accurate_cos_sin(pos, dim=check_dim(dim), base=check_base(base))
+        if self.exact is None:
+            c, s = accurate_cos_sin(pos, inv_freq=self.theta)
         else:
-            c, s = accurate_cos_sin(pos, inv_freq=_resolve_inv_freq(inv_freq, dim, base))
-    elif method == "addition":
-        pos = as_positions(positions)
-        _check_addition_positions(pos)
-        return _addition_cos_sin(pos, _resolve_inv_freq(inv_freq, dim, base), scale)
-    else:
-        theta = _resolve_inv_freq(inv_freq, dim, base)
-        return _fast_cos_sin(as_positions(positions), theta, scale)
-    if scale != 1.0:
-        c *= scale  # [eq:rope-attention-scaling]
-        s *= scale
-    return c, s
+            c, s = accurate_cos_sin(pos, dim=self.exact[0], base=self.exact[1])
+        if self.scale != 1.0:
+            c *= self.scale  # [eq:rope-attention-scaling]
+            s *= self.scale
+        return c, s
 
 
-def _fast_cos_sin(pos, theta, scale, out=None):
-    """The fast tables without validation: ``np.cos``/``np.sin`` of the float64 angle.
-
-    The angle buffer is reused (it becomes the sine table), so the peak memory is the two
-    results. Every entry depends on its own position only, so tables built block by block
-    (as ``apply_rope`` does) are bit-identical to whole ones.
-    """
-    if out is None:
-        c = np.empty((pos.shape[0], theta.shape[0]))
-        s = np.empty_like(c)
-    else:
-        c, s = out
-    np.multiply.outer(pos, theta, out=s)  # [eq:rope-angle]
-    np.cos(s, out=c)  # [eq:rope-cos-sin]
-    np.sin(s, out=s)  # [eq:rope-cos-sin]
-    if scale != 1.0:
-        c *= scale  # [eq:rope-attention-scaling]
-        s *= scale
-    return c, s
-
-
-# Angle addition splits m = hi + lo with 0 <= lo < _ADDITION_SPAN (a power of two).
-_ADDITION_SPAN = 1024
-
-
-def _check_addition_positions(pos):
-    if pos.size and (np.any(pos < 0) or np.any(pos != np.floor(pos))):
-        raise ValueError(
-            "method='addition' needs non-negative integer positions "
-            "(use a count or integer-valued positions)"
-        )
-
-
-def _addition_lo_tables(theta):
-    """cos/sin of ``l theta`` for ``l < _ADDITION_SPAN``, each shaped (K, h)."""
-    return _fast_cos_sin(np.arange(_ADDITION_SPAN, dtype=np.float64), theta, 1.0)
-
-
-def _addition_cos_sin(pos, theta, scale, lo_tables=None):
-    """Angle-addition tables for non-negative integer positions (checked by the caller).
-
-    A run of consecutive positions broadcasts over aligned blocks of ``_ADDITION_SPAN``
-    (:func:`_addition_chunk`); other positions gather rows of the small tables. Both evaluate
-    the same expressions on the same operands, so a position's row never depends on the other
-    positions (or on how a stream is chunked)."""
-    if lo_tables is None:
-        lo_tables = _addition_lo_tables(theta)
-    n = pos.shape[0]
-    if n and pos[-1] - pos[0] == n - 1 and np.all(np.diff(pos) == 1):
-        return _addition_chunk(int(pos[0]), n, theta, lo_tables, scale)
-    return _addition_general(pos, theta, lo_tables, scale)
-
-
-def _addition_chunk(p0, n, theta, lo_tables, scale):
-    """cos/sin of (p0 + j) theta for j < n by angle addition from two small tables.
-
-    m = hi + lo with hi = K floor(m / K) and lo in [0, K) (the same split for every chunking):
-    the hi angle is one float64 product, as in the fast path, and the sum formula adds a few
-    roundings (see ``cos_sin``). The tables are written block by block (one hi row, K
-    positions, per block) with cache-sized temporaries: blocks that lie wholly inside the
-    requested range are computed in place, the partial ones at either end in scratch."""
-    k = _ADDITION_SPAN
-    c_lo, s_lo = lo_tables  # (K, h)
-    h = theta.shape[0]
-    c_out, s_out = np.empty((n, h)), np.empty((n, h))
-    a0 = (p0 // k) * k  # blocks start at multiples of K
-    q = -(-(p0 + n - a0) // k)
-    c_hi, s_hi = _fast_cos_sin(a0 + k * np.arange(q, dtype=np.float64), theta, 1.0)  # (q, h)
-    t, c_part, s_part = np.empty((k, h)), np.empty((k, h)), np.empty((k, h))
-    for j in range(q):
-        b0 = a0 + j * k  # first position of block j
-        o0, o1 = max(b0, p0), min(b0 + k, p0 + n)  # the part of it that was asked for
-        inside = o0 == b0 and o1 == b0 + k
-        cb = c_out[o0 - p0 : o1 - p0] if inside else c_part
-        sb = s_out[o0 - p0 : o1 - p0] if inside else s_part
-        np.multiply(c_hi[j], c_lo, out=cb)  # [eq:rope-angle-addition]
-        np.multiply(s_hi[j], s_lo, out=t)
-        cb -= t  # cos(a + b) = cos a cos b - sin a sin b   [eq:rope-angle-addition]
-        np.multiply(s_hi[j], c_lo, out=sb)
-        np.multiply(c_hi[j], s_lo, out=t)
-        sb += t  # sin(a + b) = sin a cos b + cos a sin b   [eq:rope-angle-addition]
-        if scale != 1.0:
-            cb *= scale  # [eq:rope-attention-scaling]
-            sb *= scale
-        if not inside:
-            c_out[o0 - p0 : o1 - p0] = cb[o0 - b0 : o1 - b0]
-            s_out[o0 - p0 : o1 - p0] = sb[o0 - b0 : o1 - b0]
-    return c_out, s_out
-
-
-def _addition_general(pos, theta, lo_tables, scale):
-    """Angle addition for arbitrary non-negative integer positions: each distinct hi angle is
-    computed once and the rows of both tables are gathered."""
-    lo = np.mod(pos, _ADDITION_SPAN)
-    hi, rows = np.unique(pos - lo, return_inverse=True)
-    c_hi, s_hi = _fast_cos_sin(hi, theta, 1.0)
-    c_hi, s_hi = c_hi[rows], s_hi[rows]
-    li = lo.astype(np.intp)
-    c_lo, s_lo = lo_tables[0][li], lo_tables[1][li]
-    c = c_hi * c_lo - s_hi * s_lo  # [eq:rope-angle-addition]
-    s = s_hi * c_lo + c_hi * s_lo  # [eq:rope-angle-addition]
-    if scale != 1.0:
-        c *= scale  # [eq:rope-attention-scaling]
-        s *= scale
-    return c, s
+# The names the streaming tables read (refimpl/streaming.py).
+_fast_cos_sin = fast_cos_sin
+_addition_cos_sin = addition_cos_sin
+_addition_lo_tables = addition_lo_tables
+_check_addition_positions = check_addition_positions
 
 
 def pair_indices(dim: int, pairing: str = "half") -> tuple[np.ndarray, np.ndarray]:
@@ -366,240 +289,125 @@ def pair_indices(dim: int, pairing: str = "half") -> tuple[np.ndarray, np.ndarra
     return np.arange(0, d, 2), np.arange(1, d, 2)  # [eq:pairing-interleaved]
 
 
-# Elements of x per block. The rotation runs block by block (a group of heads and a range of
-# positions) so that its scratch (one or two float64 buffers of this many elements and the
-# block's tables) stays in a core's L2/L3 cache while x streams through memory once.
-# Measured in benchmarks/bench_apply.py.
-_BLOCK_ELEMS = 1 << 16
+def reference_rotation(x, cos, sin, *, pairing: str = "half") -> np.ndarray:
+    r"""The RoPE formula itself, pair by pair: the reference every faster form is held to.
 
+    Parameters
+    ----------
+    x : array_like, shape (..., seq, r)
+        The features to rotate (``r`` even).
+    cos, sin : array_like, each shape (seq, r/2)
+        Tables as :func:`cos_sin` returns them.
+    pairing : {"half", "interleaved"}, default "half"
 
-def _pair_views(a, h, pairing):
-    """Views of the first and second members of the ``h`` pairs on the last axis of ``a``."""
-    if pairing == "half":
-        return a[..., :h], a[..., h : 2 * h]  # [eq:pairing-half]
-    return a[..., 0 : 2 * h : 2], a[..., 1 : 2 * h : 2]  # [eq:pairing-interleaved]
+    Returns
+    -------
+    numpy.ndarray, shape (..., seq, r), float64
+        :math:`y_a = x_a C - x_b S` and :math:`y_b = x_a S + x_b C` for every pair
+        :math:`(a, b)` of :func:`pair_indices`, evaluated in float64.
 
+    Notes
+    -----
+    Book equation ``eq:rope-elementwise``. :func:`apply_rope` and :func:`apply_rope_tables`
+    (``fused=False``) are bit-identical to this function's result rounded once to the input's
+    dtype, signed zeros included; the tests check it bit for bit.
 
-def _check_alias(out, xa):
-    """``out`` may be ``x`` itself (same memory, same strides: in-place) or disjoint from it."""
-    if out is None or not np.may_share_memory(out, xa):
-        return
-    same = (
-        out.__array_interface__["data"][0] == xa.__array_interface__["data"][0]
-        and out.strides == xa.strides
-        and out.dtype == xa.dtype
-    )
-    if not same and np.shares_memory(out, xa):
+    Examples
+    --------
+    >>> c, s = cos_sin([1], dim=2)
+    >>> reference_rotation([[1.0, 0.0]], c, s).round(6)
+    array([[0.540302, 0.841471]])
+    """
+    x64 = as_float_array(x, "x", min_ndim=2).astype(np.float64, copy=False)
+    c = as_float_array(cos, "cos", ndim=2).astype(np.float64, copy=False)
+    s = as_float_array(sin, "sin", ndim=2).astype(np.float64, copy=False)
+    first, second = pair_indices(x64.shape[-1], pairing)
+    if c.shape != s.shape or c.shape != (x64.shape[-2], first.shape[0]):
         raise ValueError(
-            "out must be x itself (in-place rotation) or not overlap x; "
-            "it overlaps x with a different offset or strides"
+            f"cos and sin must both have shape (seq, r/2) = {(x64.shape[-2], first.shape[0])}, "
+            f"got {c.shape} and {s.shape}"
+        )
+    x1, x2 = x64[..., first], x64[..., second]
+    y = np.empty_like(x64)
+    y[..., first] = x1 * c - x2 * s  # [eq:rope-elementwise]
+    y[..., second] = x1 * s + x2 * c  # [eq:rope-elementwise]
+    return y
+
+
+OUTPUT_ORDERS = ("same", "half")
+
+
+class _Call:
+    """The arguments every rotation call shares, validated before anything is written: the
+    flags, ``x`` and ``out``, the rotated slice, the output order and the position jobs."""
+
+    def __init__(self, x, out, positions, kw, *, rows_by_default):
+        self.pairing = check_pairing(kw["pairing"])
+        self.fused = check_flag(kw["fused"], "fused")
+        self.check_finite = check_flag(kw["check_finite"], "check_finite")
+        self.inverse = check_flag(kw["inverse"], "inverse")
+        self.xa, self.out, self.given = _kernel.prepare_x_out(x, out)
+        self.lo = check_count(kw["rotary_offset"], "rotary_offset")
+        self.dim = self.xa.shape[-1]
+        if self.lo >= self.dim:
+            raise ValueError(f"rotary_offset={self.lo} must be below x's last dimension {self.dim}")
+        order = check_choice(kw["output_order"], "output_order", OUTPUT_ORDERS)
+        self.half_out = order == "half" and self.pairing == "interleaved"
+        self.jobs = plan(
+            self.xa,
+            self.out,
+            positions,
+            offsets=kw["offsets"],
+            cu_seqlens=kw["cu_seqlens"],
+            cp_rank=kw["cp_rank"],
+            cp_size=kw["cp_size"],
+            rows_by_default=rows_by_default,
         )
 
-
-def _as_3d(a):
-    """``a`` of shape (..., seq, dim) viewed as (G, seq, dim) without a copy, or None when its
-    leading axes cannot be merged into one (then the caller goes slab by slab)."""
-    lead = a.shape[:-2]
-    if len(lead) == 1:
-        return a
-    if len(lead) == 0:
-        return a[None]
-    axes = [(n, st) for n, st in zip(lead, a.strides[:-2], strict=True) if n != 1]
-    for (_, outer), (n, inner) in itertools.pairwise(axes):
-        if outer != inner * n:
-            return None
-    g = int(np.prod(lead, dtype=np.int64))
-    stride = axes[-1][1] if axes else 0
-    return np.lib.stride_tricks.as_strided(
-        a, shape=(g, *a.shape[-2:]), strides=(stride, *a.strides[-2:])
-    )
-
-
-def _slabs(xa, out):
-    """Pairs of (G, seq, dim) views of ``x`` and ``out`` that together cover every head."""
-    x3, o3 = _as_3d(xa), _as_3d(out)
-    if x3 is not None and o3 is not None:
-        return [(x3, o3)]
-    return [(xa[i][None], out[i][None]) for i in np.ndindex(xa.shape[:-2])]
+    def run(self, r, make_tables):
+        """Rotate features ``[lo, lo + r)``; ``make_tables(pos, n)`` gives the job's
+        ``tables(p0, p1)`` (float64 cos, sin rows; sin already negated for ``inverse``)."""
+        xa, lo = self.xa, self.lo
+        if self.check_finite:  # up front: an error must leave out (and an in-place x) untouched
+            _kernel.require_finite(xa[..., :lo])
+            _kernel.require_finite(xa[..., lo + r :])
+            if self.given:
+                _kernel.require_finite(xa[..., lo : lo + r])
+        check_blocks = self.check_finite and not self.given
+        xv, ov, _ = self.jobs[0]
+        chosen = _kernel.choose_form(xv, ov, r, self.pairing, self.fused, check_blocks)
+        perm = pairing_permutation(r) if self.half_out else None  # [eq:rope-mla-order]
+        with np.errstate(under="ignore"):
+            for xv, ov, pos in self.jobs:
+                tables = make_tables(pos, chosen[1])
+                _kernel.rotate(xv, ov, lo, r, chosen, tables, check_blocks, perm)
+        return self.out
 
 
-def _require_finite(a):
-    if not np.all(np.isfinite(a)):
-        raise ValueError("x must contain only finite values (found NaN or inf)")
-
-
-class _Kernel:
-    """Scratch buffers, block shape and per-block tables for rotating ``x`` into ``out``.
-
-    Forms (every one computes the pair (x1, x2) -> (x1 c - x2 s, x1 s + x2 c)):
-
-    * exact (the default): ``x * (c, c) + p`` with ``p = (-(x2 s), x1 s)`` in the pair layout,
-      in float64; float32/float16 input is widened to float64 (exact) and the sum rounded
-      once to the output dtype. ``x1 c + (-(x2 s))`` is exactly ``x1 c - x2 s`` and the sum
-      is commutative, so every entry is bit-identical to the two float64 expressions (signed
-      zeros included). For half pairing ``p`` is the two halves of ``x`` swapped (one copy of
-      two items per row, each item one half: a void view) times ``(-s, s)``, so every
-      operation runs over whole contiguous rows; for interleaved pairing the cross products
-      are two stride-2 products over the whole block.
-    * fused, interleaved: pairs viewed as complex numbers times ``c + j s`` (one pass;
-      complex64 with float32 tables for float32 input).
-    * fused, float32 input without the complex view (half pairing, or interleaved features
-      with a stride): the exact form's operations in float32 with the tables rounded to
-      float32 (the float32 evaluation of the straightforward formula).
-    """
-
-    def __init__(self, xa, out, r, pairing, fused, check_finite):
-        self.h = h = r // 2
-        self.pairing = pairing
-        seq = xa.shape[-2]
-        g = int(np.prod(xa.shape[:-2], dtype=np.int64))
-        unit = xa.strides[-1] == xa.itemsize and out.strides[-1] == out.itemsize
-        self.complex = fused and pairing == "interleaved" and unit
-        narrow = fused and xa.dtype == np.float32  # float32 arithmetic (fused only)
-        self.ct = np.dtype(np.float32 if narrow else np.float64)
-        # a block: k heads x n positions x r features, about _BLOCK_ELEMS elements
-        self.n = n = max(1, min(seq, _BLOCK_ELEMS // max(r, 1)))
-        self.k = k = max(1, min(g, _BLOCK_ELEMS // max(n * r, 1))) if n == seq else 1
-        ct = self.ct
-        # x in the compute dtype when it is not already (widened, or a unit-stride copy)
-        self.needs_copy = xa.dtype != ct or (not self.complex and xa.strides[-1] != xa.itemsize)
-        if self.complex and not self.needs_copy and not check_finite:
-            # no scratch for x and nothing read twice: one product covers every head of a
-            # block of positions (only the complex table z, reused by each head, need stay in
-            # cache). With the finiteness check, blocks stay about _BLOCK_ELEMS elements, so
-            # that x is still in cache when the product reads it after the check.
-            self.k = k = g
-        if self.complex:
-            self.z = np.empty((n, h), dtype=np.complex64 if narrow else np.complex128)
-            self.xw = np.empty((k, n, r)) if self.needs_copy else None
-            self.w = None
-        else:
-            self.xw = np.empty((k, n, r), dtype=ct) if self.needs_copy else None
-            self.w = np.empty((k, n, r), dtype=ct)  # the cross products p
-            self.cc = np.empty((n, r), dtype=ct)  # (c, c) in the pair layout
-            self.ss = np.empty((n, r), dtype=ct) if pairing == "half" else None  # (-s, s)
-            self.ns = np.empty((n, h), dtype=ct) if pairing != "half" else None  # -s
-            self.s_ct = np.empty((n, h), dtype=ct) if pairing != "half" else None  # s
-        self.check_finite = check_finite
-
-    def set_tables(self, cb, sb):
-        """Lay out the float64 tables of ``len(cb)`` positions for the chosen form."""
-        m = cb.shape[0]
-        if self.complex:
-            z = self.z[:m]
-            z.real = cb
-            z.imag = sb
-            return
-        c1, c2 = _pair_views(self.cc[:m], self.h, self.pairing)
-        np.copyto(c1, cb, casting="same_kind")  # float32 form: rounded to float32
-        np.copyto(c2, c1)
-        if self.pairing == "half":
-            s1, s2 = _pair_views(self.ss[:m], self.h, "half")
-            np.copyto(s2, sb, casting="same_kind")
-            np.negative(s2, out=s1)  # -s (exact)
-        else:
-            np.copyto(self.s_ct[:m], sb, casting="same_kind")
-            np.negative(self.s_ct[:m], out=self.ns[:m])
-
-    def rotate(self, xb, ob):
-        """``ob`` = ``xb`` rotated, for a block of ``k`` heads and ``m`` positions. ``ob`` may be
-        ``xb`` itself: everything is read into scratch before ``ob`` is written, or read and
-        written element by element."""
-        k, m = xb.shape[0], xb.shape[1]
-        if self.complex:
-            self._rotate_complex(xb, ob, k, m)
-            return
-        if self.needs_copy:
-            xw = self.xw[:k, :m]
-            np.copyto(xw, xb)  # widening is exact
-        else:
-            xw = xb
-        p = self.w[:k, :m]
-        # with the check, inf * 0 (inf in x at sin = 0) is reported as an error below, not
-        # as a NumPy warning first
-        quiet = np.errstate(invalid="ignore") if self.check_finite else contextlib.nullcontext()
-        with quiet:
-            if self.pairing == "half":
-                # the halves swapped: each row as two items of h features
-                vt = np.dtype((np.void, self.h * self.ct.itemsize))
-                xv, pv = xw.view(vt), p.view(vt)
-                pv[..., 0] = xv[..., 1]  # x_pi   [eq:rope-swap-form]
-                pv[..., 1] = xv[..., 0]
-                np.multiply(p, self.ss[:m], out=p)  # (-(x2 s), x1 s)   [eq:rope-swap-form]
-            else:
-                x1, x2 = _pair_views(xw, self.h, "interleaved")
-                p1, p2 = _pair_views(p, self.h, "interleaved")
-                np.multiply(x2, self.ns[:m], out=p1)  # -(x2 s)   [eq:rope-swap-form]
-                np.multiply(x1, self.s_ct[:m], out=p2)  # x1 s
-        # p is non-finite wherever x is (inf * s and NaN * s are never finite); a finite sum of
-        # p proves x finite, and only then (or on overflow) is x tested entry by entry
-        if self.check_finite and not sum_is_finite(p):
-            _require_finite(xb)
-        cc = self.cc[:m]
-        if ob.dtype == self.ct and xw is xb:
-            np.multiply(xb, cc, out=ob)  # (x1 c, x2 c)   [eq:rope-swap-form]
-            np.add(ob, p, out=ob)  # (x1 c - x2 s, x2 c + x1 s)   [eq:rope-swap-form]
-            return
-        np.multiply(xw, cc, out=xw)  # xw is scratch here
-        if ob.dtype == self.ct:
-            np.add(xw, p, out=ob)  # [eq:rope-swap-form]
-            return
-        np.add(xw, p, out=xw)  # [eq:rope-swap-form]
-        np.copyto(ob, xw, casting="same_kind")  # one rounding to ob's dtype
-
-    def _rotate_complex(self, xb, ob, k, m):
-        z = self.z[:m]
-        if self.needs_copy:  # float16 and other input: widened to float64 block by block
-            t = self.xw[:k, :m]
-            np.copyto(t, xb)
-            if self.check_finite and not sum_is_finite(t):
-                _require_finite(xb)
-            tc = t.view(np.complex128)
-            np.multiply(tc, z, out=tc)  # [eq:rope-complex]
-            np.copyto(ob, t, casting="same_kind")
-            return
-        if self.check_finite and not sum_is_finite(xb):
-            _require_finite(xb)
-        np.multiply(xb.view(z.dtype), z, out=ob.view(z.dtype))  # [eq:rope-complex]
-
-
-def _rotate(xa, r, pairing, fused, out, tables, check_finite):
-    """Rotate the first ``r`` features of ``xa`` into ``out`` block by block;
-    ``tables(p0, p1, kern)`` returns the float64 (cos, sin) rows of positions p0..p1-1.
-    With ``check_finite`` each block of ``xa`` is checked for NaN/inf before its output is
-    written."""
-    seq = xa.shape[-2]
-    if xa.size:
-        kern = _Kernel(xa, out, r, pairing, fused, check_finite)
-        slabs = _slabs(xa, out)
-        for p0 in range(0, seq, kern.n):
-            p1 = min(seq, p0 + kern.n)
-            kern.set_tables(*tables(p0, p1, kern))
-            for x3, o3 in slabs:
-                for g0 in range(0, x3.shape[0], kern.k):
-                    g1 = g0 + kern.k
-                    kern.rotate(x3[g0:g1, p0:p1, :r], o3[g0:g1, p0:p1, :r])
-    if r < xa.shape[-1]:
-        if check_finite:
-            _require_finite(xa[..., r:])
-        if not (out is xa or np.shares_memory(out[..., r:], xa[..., r:])):
-            out[..., r:] = xa[..., r:]
-    return out
-
-
-def _prepare_x_out(x, out, fused, pairing, check_finite):
-    check_pairing(pairing)
-    if not isinstance(fused, bool):
-        raise TypeError(f"fused must be True or False, got {fused!r}")
-    if not isinstance(check_finite, bool):
-        raise TypeError(f"check_finite must be True or False, got {check_finite!r}")
-    xa = as_float_array(x, "x", min_ndim=2, finite=False)
-    dtype = result_dtype(xa)
-    out = check_out(out, xa.shape, dtype)
-    _check_alias(out, xa)
-    if out is None:
-        out = np.empty(xa.shape, dtype=dtype)
-    return xa, out
+_ROTATION_KEYWORDS = """
+    offsets : int or array_like of int, shape (batch,), optional
+        Position offset of each sequence (KV-cache decode): sequence ``b``'s token ``t`` sits
+        at ``positions[t] + offsets[b]`` (``x`` then has shape ``(batch, ..., seq, dim)``).
+        With ``cu_seqlens``, the position of each document's first token.
+    cu_seqlens : array_like of int, shape (batch+1,), optional
+        Packed variable-length batch: ``x`` has shape ``(T, ..., dim)`` (tokens first, as
+        flash-attention's varlen layout), document ``b`` in rows ``cu_seqlens[b] ..
+        cu_seqlens[b+1]-1``, positions restarting at each document (book equation
+        ``eq:rope-varlen-positions``). ``positions`` must then be None.
+    cp_rank, cp_size : int, optional
+        Context parallelism: ``x`` holds the tokens of rank ``cp_rank`` of ``cp_size``,
+        chunks ``r`` and ``2 cp - 1 - r`` of ``2 cp`` (book equation ``eq:rope-cp-shard``);
+        ``positions`` (or ``cu_seqlens``) describe the whole sequences.
+    rotary_offset : int, default 0
+        Rotate features ``[rotary_offset, rotary_offset + r)`` and pass the others through
+        (the trailing rotary slice of DeepSeek-V4, ggml's ``n_offs``).
+    inverse : bool, default False
+        Rotate by :math:`R(-\\theta)`: ``x1 c + x2 s, -x1 s + x2 c`` (the backward pass, or
+        de-rotating an output; book equation ``eq:rope-inverse``).
+    output_order : {"same", "half"}, default "same"
+        ``"half"`` with ``pairing="interleaved"``: pairs come in adjacent (``2i, 2i+1``) and
+        leave in half order (features ``i`` and ``i + r/2``), as MLA's rotary part does (book
+        equation ``eq:rope-mla-order``). With ``pairing="half"`` both orders are the same."""
 
 
 def apply_rope_tables(
@@ -611,6 +419,14 @@ def apply_rope_tables(
     out: np.ndarray | None = None,
     fused: bool = False,
     check_finite: bool = True,
+    positions=None,
+    offsets=None,
+    cu_seqlens=None,
+    cp_rank: int | None = None,
+    cp_size: int | None = None,
+    rotary_offset: int = 0,
+    inverse: bool = False,
+    output_order: str = "same",
 ) -> np.ndarray:
     r"""Rotate ``x`` with given cos/sin tables (the rotation step of :func:`apply_rope`).
 
@@ -618,10 +434,12 @@ def apply_rope_tables(
     ----------
     x : array_like, shape (..., seq, dim)
         Queries or keys.
-    cos, sin : array_like, each shape (seq, r/2)
+    cos, sin : array_like, each shape (P, r/2)
         Half-width tables as :func:`cos_sin` returns them (one value per pair, any scaling
-        already folded in). The first ``r <= dim`` features of ``x`` are rotated, the rest
-        pass through unchanged.
+        already folded in): row ``p`` holds position ``p`` when ``positions``, ``offsets`` or
+        ``cu_seqlens`` are given, row ``t`` the ``t``-th token otherwise (then ``P = seq``).
+        ``r <= dim`` features of ``x`` are rotated (the first ones unless
+        ``rotary_offset``), the rest pass through unchanged.
     pairing : {"half", "interleaved"}, default "half"
     out : numpy.ndarray, optional
         Array of the result's shape and dtype to write into. It may be ``x`` itself (in-place
@@ -655,7 +473,12 @@ def apply_rope_tables(
         of the fused path's time; see benchmarks/README.md): NaN/inf in ``x`` then propagate
         to the outputs of the pairs they belong to (and pass-through features are copied as
         they are). On finite input the result is bit-identical either way. The tables are
-        always checked.
+        always checked. Every check runs before anything is written: a ValueError leaves
+        ``out`` (and ``x``, in place) untouched.
+    positions : array_like of int, shape (seq,) or (batch, seq), optional
+        Rows of the tables for each token (integers in ``0 .. P-1``; flash-attention's and
+        vLLM's cache lookup).
+    {position_keywords}
 
     Returns
     -------
@@ -679,27 +502,64 @@ def apply_rope_tables(
     array([[1.      , 0.      ],
            [0.540302, 0.841471]])
     """
-    xa, out = _prepare_x_out(x, out, fused, pairing, check_finite)
+    call = _Call(x, out, positions, locals(), rows_by_default=True)
     c = as_float_array(cos, "cos", ndim=2).astype(np.float64, copy=False)
     s = as_float_array(sin, "sin", ndim=2).astype(np.float64, copy=False)
     if c.shape != s.shape:
         raise ValueError(f"cos and sin must have the same shape, got {c.shape} and {s.shape}")
-    if c.shape[0] != xa.shape[-2]:
-        raise ValueError(
-            f"cos has {c.shape[0]} rows but x has seq = {xa.shape[-2]} "
-            "(x must be (..., seq, dim) and cos, sin (seq, r/2))"
-        )
     r = 2 * c.shape[1]
-    if r == 0 or r > xa.shape[-1]:
+    width = call.dim - call.lo
+    if r == 0 or r > width:
         raise ValueError(
-            f"cos has {c.shape[1]} columns: 2 * columns = {r} must be in 1..{xa.shape[-1]} "
+            f"cos has {c.shape[1]} columns: 2 * columns = {r} must be in 1..{width} "
             "(the rotated width of x)"
         )
+    _check_table_rows(call.jobs, c.shape[0], call.xa.shape[-2])
+    return call.run(r, lambda pos, n: _table_rows(c, s, pos, call.inverse, n))
 
-    def tables(p0, p1, kern):  # views of the given tables: the kernels only read them
-        return c[p0:p1], s[p0:p1]
 
-    return _rotate(xa, r, pairing, fused, out, tables, check_finite)
+def _check_table_rows(jobs, rows, seq):
+    """Every position must be a row of the tables (or, without positions, every token)."""
+    if jobs[0][2] is None:
+        if rows != seq:
+            raise ValueError(
+                f"cos has {rows} rows but x has seq = {seq} "
+                "(x must be (..., seq, dim) and cos, sin (seq, r/2))"
+            )
+        return
+    for _, _, pos in jobs:
+        if pos.size and (pos.min() < 0 or pos.max() >= rows or np.any(pos != np.floor(pos))):
+            bad = pos[(pos < 0) | (pos >= rows) | (pos != np.floor(pos))][0]
+            raise ValueError(
+                f"positions must be integer rows of the tables, 0..{rows - 1} "
+                f"(cos has {rows} rows); got {bad:g}, beyond the table"
+            )
+
+
+def _table_rows(c, s, pos, inverse, n):
+    """``tables(p0, p1)`` for the rows ``pos`` of given tables (``None``: rows p0..p1-1)."""
+    bc, bs = np.empty((n, c.shape[1])), np.empty((n, c.shape[1]))
+    rows = None if pos is None else pos.astype(np.intp)
+
+    def tables(p0, p1):
+        m = p1 - p0
+        if rows is None:
+            cb, sb = c[p0:p1], s[p0:p1]  # views: the kernels only read them
+        else:
+            cb, sb = bc[:m], bs[:m]
+            np.take(c, rows[p0:p1], axis=0, out=cb)
+            np.take(s, rows[p0:p1], axis=0, out=sb)
+        if inverse:
+            sb = np.negative(sb, out=bs[:m])  # R(-theta)   [eq:rope-inverse]
+        return cb, sb
+
+    return tables
+
+
+if apply_rope_tables.__doc__:  # (None under python -OO)
+    apply_rope_tables.__doc__ = apply_rope_tables.__doc__.replace(
+        "    {position_keywords}", _ROTATION_KEYWORDS.strip("\n")
+    )
 
 
 def apply_rope(
@@ -714,6 +574,13 @@ def apply_rope(
     out: np.ndarray | None = None,
     fused: bool = False,
     check_finite: bool = True,
+    offsets=None,
+    cu_seqlens=None,
+    cp_rank: int | None = None,
+    cp_size: int | None = None,
+    rotary_offset: int = 0,
+    inverse: bool = False,
+    output_order: str = "same",
 ) -> np.ndarray:
     r"""Rotate queries or keys by their positions (element-wise RoPE).
 
@@ -721,8 +588,10 @@ def apply_rope(
     ----------
     x : array_like, shape (..., seq, dim)
         Queries or keys; the last axis holds the features of one head.
-    positions : array_like, shape (seq,)
-        Position of every token (integers or reals).
+    positions : array_like, shape (seq,) or (batch, seq), or None
+        Position of every token (integers of any dtype, or reals; within 2**53 in magnitude,
+        refused beyond rather than rounded). ``(batch, seq)`` position ids broadcast against
+        ``x`` of shape ``(batch, ..., seq, dim)``. None with ``cu_seqlens``.
     base : float, default 10000.0
         Base of the frequencies when ``inv_freq`` is not given.
     inv_freq : array_like, shape (rotary_dim/2,), optional
@@ -733,7 +602,8 @@ def apply_rope(
         Multiplies the rotated features (transformers folds YaRN's factor into cos/sin).
     rotary_dim : int, optional
         Rotate only the first ``rotary_dim`` features and pass the rest through unchanged
-        (partial rotary). Default: ``2 * len(inv_freq)`` if ``inv_freq`` is given, else ``dim``.
+        (partial rotary). Default: ``2 * len(inv_freq)`` if ``inv_freq`` is given, else
+        ``dim - rotary_offset``.
     out : numpy.ndarray, optional
         Array of the result's shape and dtype to write into. It may be ``x`` itself for an
         in-place rotation (safe: every element is read before its place is written); any other
@@ -745,6 +615,7 @@ def apply_rope(
     check_finite : bool, default True
         See :func:`apply_rope_tables`: ``False`` skips the NaN/inf check of ``x`` (they then
         propagate to the affected pairs' outputs); same result on finite input.
+    {position_keywords}
 
     Returns
     -------
@@ -759,8 +630,13 @@ def apply_rope(
     Features beyond ``rotary_dim`` are not multiplied by ``attention_scaling`` (as in
     transformers, where the pass-through part is concatenated unchanged).
 
+    Every check (shapes, positions, angles that would overflow float64, finiteness) runs
+    before anything is written, whatever NumPy's error state: a ValueError leaves ``out`` (and
+    ``x``, in place) untouched.
+
     Exactness: with ``fused=False`` every entry is bit-identical to the float64 expressions
-    ``x1 c - x2 s`` and ``x1 s + x2 c`` with ``c, s = cos_sin(positions, ...)`` (``np.cos`` and
+    ``x1 c - x2 s`` and ``x1 s + x2 c`` of :func:`reference_rotation` with
+    ``c, s = cos_sin(positions, ...)`` (``np.cos`` and
     ``np.sin`` of the float64 angle), rounded once to float32/float16 for such input.
     Memory: x is processed in cache-sized blocks, tables included, so the scratch is a few
     float64 buffers of about 512 KiB, never a second copy of ``x``.
@@ -776,14 +652,8 @@ def apply_rope(
     array([[1.      , 0.      ],
            [0.540302, 0.841471]])
     """
-    xa, out = _prepare_x_out(x, out, fused, pairing, check_finite)
-    dim = xa.shape[-1]
-    pos = as_positions(positions)
-    if pos.shape[0] != xa.shape[-2]:
-        raise ValueError(
-            f"positions has {pos.shape[0]} entries but x has seq = {xa.shape[-2]} "
-            "(x must be (..., seq, dim) and positions (seq,))"
-        )
+    call = _Call(x, out, positions, locals(), rows_by_default=False)
+    width = call.dim - call.lo
     if inv_freq is not None:
         theta = as_inv_freq(inv_freq)
         r = check_dim(rotary_dim, "rotary_dim") if rotary_dim is not None else 2 * theta.shape[0]
@@ -792,25 +662,52 @@ def apply_rope(
                 f"inv_freq has {theta.shape[0]} entries but rotary_dim={r} needs {r // 2}"
             )
     else:
-        r = check_dim(rotary_dim, "rotary_dim") if rotary_dim is not None else dim
+        r = check_dim(rotary_dim, "rotary_dim") if rotary_dim is not None else width
         theta = None
-    if r > dim:
-        raise ValueError(f"rotary_dim={r} exceeds the feature dimension of x ({dim})")
-    if dim % 2 and r == dim:
-        raise ValueError(f"x's last dimension must be even (features are paired), got {dim}")
+    if r > width:
+        raise ValueError(
+            f"rotary_dim={r} exceeds the feature dimension of x ({call.dim})"
+            + (f" after rotary_offset={call.lo}" if call.lo else "")
+        )
+    if r % 2:
+        raise ValueError(f"x's last dimension must be even (features are paired), got {width}")
     if theta is None:
         theta = _inv_freq(r, base)
     scale = check_real(attention_scaling, "attention_scaling")
+    _check_angles(call.jobs, theta)
 
-    buf = []  # float64 tables of one block of positions, allocated once per call
+    def make_tables(pos, n):  # cos_sin's fast tables for these positions, bit for bit
+        buf = np.empty((n, r // 2)), np.empty((n, r // 2))
 
-    def tables(p0, p1, kern):  # cos_sin's fast tables for these positions, bit for bit
-        if not buf:
-            buf.extend((np.empty((kern.n, r // 2)), np.empty((kern.n, r // 2))))
-        n = p1 - p0
-        return _fast_cos_sin(pos[p0:p1], theta, scale, out=(buf[0][:n], buf[1][:n]))
+        def tables(p0, p1):
+            m = p1 - p0
+            c, s = fast_cos_sin(pos[p0:p1], theta, scale, out=(buf[0][:m], buf[1][:m]))
+            if call.inverse:
+                np.negative(s, out=s)  # R(-theta)   [eq:rope-inverse]
+            return c, s
 
-    return _rotate(xa, r, pairing, fused, out, tables, check_finite)
+        return tables
+
+    return call.run(r, make_tables)
+
+
+def _check_angles(jobs, theta):
+    """The angles m theta must be finite float64 numbers (cos and sin of inf are NaN); the
+    largest |m| times the largest theta bounds every product, so one product decides."""
+    big = max((float(np.max(np.abs(pos))) for _, _, pos in jobs if pos.size), default=0.0)
+    with np.errstate(over="ignore"):
+        largest = big * float(np.max(theta))
+    if not np.isfinite(largest):
+        raise ValueError(
+            f"positions times inv_freq overflow float64 (|position| up to {big:g}, "
+            f"inv_freq up to {float(np.max(theta)):g}): the angles would be infinite"
+        )
+
+
+if apply_rope.__doc__:
+    apply_rope.__doc__ = apply_rope.__doc__.replace(
+        "    {position_keywords}", _ROTATION_KEYWORDS.strip("\n")
+    )
 
 
 def rotation_matrix(position, inv_freq, *, pairing: str = "half") -> np.ndarray:

@@ -500,8 +500,10 @@ def test_non_finite_positions(bad):
 
 
 def test_position_errors():
-    with pytest.raises(ValueError, match="positions must be one-dimensional"):
-        apply_rope(np.ones((2, 4)), [[0, 1]])
+    with pytest.raises(ValueError, match=r"positions must be \(seq,\) or \(batch, seq\)"):
+        apply_rope(np.ones((2, 4)), [[[0, 1]]])
+    with pytest.raises(ValueError, match=r"batch = 1 need x of shape \(batch, \.\.\., seq, dim\)"):
+        apply_rope(np.ones((2, 4)), [[0, 1]])  # (batch, seq) ids need a batch axis on x
     with pytest.raises(TypeError, match="positions must be integers or reals"):
         apply_rope(np.ones((1, 4)), ["a"])
     with pytest.raises(ValueError, match=r"positions has 3 entries but x has seq = 2"):
