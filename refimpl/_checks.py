@@ -247,15 +247,22 @@ def _asarray(x, name: str) -> np.ndarray:
         ) from None
 
 
+def as_real_array(x, name: str) -> np.ndarray:
+    """``x`` as an array of a real numeric dtype (bool, int, uint, float), unconverted;
+    object, complex, string and ragged input are refused with ``name`` in the message."""
+    arr = _asarray(x, name)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    return arr
+
+
 def as_float_array(
     x, name: str, *, ndim: int | None = None, min_ndim: int | None = None, finite: bool = True
 ):
     """Convert ``x`` to a floating array, keeping float16/32/64 and turning anything else into
     float64. Rejects complex, non-numeric, ragged and (unless ``finite=False``, for callers
     that check finiteness themselves block by block) non-finite input."""
-    arr = _asarray(x, name)
-    if arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    arr = as_real_array(x, name)
     if arr.dtype.kind != "f":
         arr = arr.astype(np.float64)
     if ndim is not None and arr.ndim != ndim:
@@ -354,6 +361,47 @@ def as_positions(positions, name: str = "positions", *, maximum: float = EXACT_I
         if big > maximum:
             raise ValueError(f"{name} {_limit(maximum)}, got {big:g}")
     return out
+
+
+def as_positions_or_count(
+    value, name: str = "positions_or_count", *, max_count: int = MAX_POSITION
+) -> tuple[int | None, np.ndarray | None]:
+    """Read an argument that is either a count ``n`` (positions ``0 .. n-1``) or positions.
+
+    The rule: a *scalar* (a Python or NumPy integer, or a 0-d integer array) is a count, at
+    most ``max_count`` (default :data:`MAX_POSITION`); any sequence or array of at least one
+    dimension is explicit positions (:func:`as_positions`). A float or boolean scalar is
+    refused: ``4.0`` would be ambiguous (a count of four, or the single position 4), so one
+    position is written ``[4.0]``.
+
+    Returns
+    -------
+    (count, None) or (None, positions)
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        if value.dtype.kind not in "iu":
+            raise TypeError(
+                f"{name} as a scalar is a count and must be an integer, got a 0-d array of "
+                f"dtype {value.dtype} (write one position as a list, [p])"
+            )
+        value = value[()]
+    if isinstance(value, _BOOL_TYPES):
+        raise TypeError(f"{name} must be a count or positions, got a boolean {value!r}")
+    if isinstance(value, _INT_TYPES):
+        n = int(value)
+        if n < 0:
+            raise ValueError(f"{name} must be a non-negative count, got {n}")
+        if n > max_count:
+            raise ValueError(
+                f"{name} must be a count of at most {max_count} (MAX_POSITION), got {n}"
+            )
+        return n, None
+    if isinstance(value, numbers.Number):
+        raise TypeError(
+            f"{name} as a scalar is a count and must be an integer, got {_describe(value)} "
+            f"(write one position as a list, [p])"
+        )
+    return None, as_positions(value, name)
 
 
 def as_inv_freq(inv_freq, name: str = "inv_freq", *, allow_zero: bool = False) -> np.ndarray:

@@ -25,6 +25,11 @@ The result is within 1 ulp of the correctly rounded value whenever the platform'
 result is not below about ``2^-60`` in magnitude (none is expected among ``2^31`` positions:
 the smallest ``|cos|``, ``|sin|`` there are near ``2^-40``). Fractional positions are handled
 by the same exact products.
+
+Domain: ``|position * theta_i| <= MAX_ANGLE = 2^31`` radians for every entry (with
+``theta_0 = 1``: positions up to ``2^31``). Beyond ``2^29 * 2 pi`` the products ``k * C_j``
+stop being exact and the result is wrong (``cos(2^33)`` off in the 7th digit), so
+:func:`accurate_cos_sin` refuses angles outside the domain instead of returning them.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ import numpy as np
 _FIXED_BITS = 320  # fixed-point fraction bits of the integer log/exp (about 96 decimal digits)
 _SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp's constant for float64
 _CHUNK = 1 << 12  # table entries per block: 32 KiB temporaries stay in cache
+# Largest |position * theta| (radians) of the proved domain. The reduction needs k * C_j exact,
+# i.e. |k| < 2^29 with k = rint(angle / 2 pi), so angles below 2^29 * 2 pi ~ 3.37e9; the
+# error analysis of step 3 and the measurements are stated for angles below 2^31 ~ 2.1e9,
+# which is every integer position below MAX_POSITION = 2^31 for theta_0 = 1.
+MAX_ANGLE = 2.0**31
 
 
 # ---------------------------------------------------------------- exact constants (Python ints)
@@ -211,6 +221,19 @@ def _block(m, ms, th, ths, tm, tms, tl, has_mid, two_pi):
     return cos_out, sin_out
 
 
+def _check_domain(pos: np.ndarray, th: np.ndarray) -> None:
+    """Refuse tables with an angle outside ``|m theta| <= MAX_ANGLE``."""
+    if not pos.size or not th.size:
+        return
+    top = float(np.max(np.abs(pos))) * float(np.max(np.abs(th)))
+    if top > MAX_ANGLE:
+        raise ValueError(
+            f"positions: method='accurate' is proved for angles |position * inv_freq| <= 2**31 "
+            f"rad (exact Cody-Waite reduction); the largest angle here is {top:.4g} rad "
+            f"(max |position| = {float(np.max(np.abs(pos))):.6g})"
+        )
+
+
 def accurate_cos_sin(pos, inv_freq=None, *, dim=None, base=None):
     """cos and sin of ``pos[m] * theta_i`` for the exact ``theta_i``, faithfully rounded.
 
@@ -226,12 +249,19 @@ def accurate_cos_sin(pos, inv_freq=None, *, dim=None, base=None):
     Returns
     -------
     cos, sin : numpy.ndarray, each shape (seq, d/2), float64
+
+    Raises
+    ------
+    ValueError
+        If some ``|pos[m] * theta_i|`` exceeds :data:`MAX_ANGLE` (``2^31`` rad), outside the
+        proved domain.
     """
     if inv_freq is None:
         th, tm, tl = exact_inv_freq3(int(dim), float(base))
     else:
         th = np.asarray(inv_freq, dtype=np.float64)
         tm = tl = np.zeros_like(th)
+    _check_domain(pos, th)
     has_mid = bool(np.any(tm) or np.any(tl))
     rows, cols = pos.shape[0], th.shape[0]
     cos = np.empty((rows, cols))

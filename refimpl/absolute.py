@@ -3,11 +3,17 @@ sinusoidal table of "Attention is all you need" with its shift matrix."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ._checks import as_positions, check_base, check_count, check_dim, check_real
+from ._checks import (
+    MAX_POSITION,
+    as_positions_or_count,
+    check_base,
+    check_count,
+    check_dim,
+    check_real,
+    check_table_size,
+)
 
 __all__ = ["integer_encoding", "normalized_encoding", "sinusoidal", "sinusoidal_shift_matrix"]
 
@@ -18,7 +24,8 @@ def integer_encoding(num_positions: int, dim: int) -> np.ndarray:
     Parameters
     ----------
     num_positions : int
-        Number of positions (0 .. num_positions - 1).
+        Number of positions (0 .. num_positions - 1), at most ``MAX_POSITION`` (2**31), with
+        ``num_positions * dim`` at most ``MAX_TABLE_ELEMENTS`` (2**31).
     dim : int
         Model width (any positive integer).
 
@@ -38,8 +45,9 @@ def integer_encoding(num_positions: int, dim: int) -> np.ndarray:
            [1., 1.],
            [2., 2.]])
     """
-    n = check_count(num_positions, "num_positions")
+    n = check_count(num_positions, "num_positions", maximum=MAX_POSITION)
     d = check_dim(dim, even=False)
+    check_table_size(n, d, "the encoding")
     p = np.arange(n, dtype=np.float64)
     return np.repeat(p[:, None], d, axis=1)  # [eq:pe-integer]
 
@@ -50,7 +58,8 @@ def normalized_encoding(num_positions: int, dim: int) -> np.ndarray:
     Parameters
     ----------
     num_positions : int
-        Sequence length N. With N = 1 the single position is encoded as 0.
+        Sequence length N. With N = 1 the single position is encoded as 0. Limits as in
+        :func:`integer_encoding`.
     dim : int
         Model width.
 
@@ -71,8 +80,9 @@ def normalized_encoding(num_positions: int, dim: int) -> np.ndarray:
            [0.5],
            [1. ]])
     """
-    n = check_count(num_positions, "num_positions")
+    n = check_count(num_positions, "num_positions", maximum=MAX_POSITION)
     d = check_dim(dim, even=False)
+    check_table_size(n, d, "the encoding")
     p = np.arange(n, dtype=np.float64)
     denom = max(n - 1, 1)
     return np.repeat((p / denom)[:, None], d, axis=1)  # [eq:pe-normalized]
@@ -84,7 +94,11 @@ def sinusoidal(positions_or_count, dim: int, base: float = 10000.0) -> np.ndarra
     Parameters
     ----------
     positions_or_count : int or array_like, shape (seq,)
-        Either a count N (positions 0 .. N-1) or explicit positions.
+        Either a count N (positions 0 .. N-1) or explicit positions. The rule: a scalar
+        integer (Python, NumPy, or a 0-d integer array) is a count; a sequence is positions;
+        a float or boolean scalar is refused (one position is written ``[p]``). Counts are at
+        most ``MAX_POSITION`` (2**31) and tables at most ``MAX_TABLE_ELEMENTS`` (2**31)
+        entries.
     dim : int
         Model width (even).
     base : float, default 10000.0
@@ -111,12 +125,10 @@ def sinusoidal(positions_or_count, dim: int, base: float = 10000.0) -> np.ndarra
     """
     d = check_dim(dim)
     b = check_base(base)
-    if isinstance(positions_or_count, numbers.Integral) and not isinstance(
-        positions_or_count, bool
-    ):
-        pos = np.arange(check_count(positions_or_count, "positions_or_count"), dtype=np.float64)
-    else:
-        pos = as_positions(positions_or_count, "positions_or_count")
+    count, pos = as_positions_or_count(positions_or_count)
+    if pos is None:
+        pos = np.arange(count, dtype=np.float64)
+    check_table_size(pos.shape[0], d, "the encoding")
     w = b ** (-(2.0 * np.arange(d // 2)) / d)  # [eq:rope-inv-freq]
     ang = np.multiply.outer(pos, w)
     pe = np.empty((pos.shape[0], d))

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_positive, result_dtype
+from ._checks import (
+    as_float_array,
+    as_real_array,
+    check_axis,
+    check_flag,
+    check_positive,
+    check_positive_int,
+    result_dtype,
+)
 
 __all__ = ["attention", "attention_entropy", "attention_scores", "causal_mask", "softmax"]
 
@@ -64,7 +72,8 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     ------
     ValueError
         If a row is made only of ``-inf`` (fully masked): its softmax is undefined, and
-        returning NaN would hide the bug.
+        returning NaN would hide the bug. Also for a 0-d ``x``, an empty axis, or an
+        ``axis`` out of range (``axis`` must be an integer, not a bool or float).
 
     Notes
     -----
@@ -75,18 +84,23 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     >>> softmax([0.0, np.log(3.0)])
     array([0.25, 0.75])
     """
-    a = np.asarray(x)
-    if a.dtype == object or a.dtype.kind not in "biuf":
-        raise TypeError(f"x must be a real numeric array, got dtype {a.dtype}")
+    a = as_real_array(x, "x")
+    if a.ndim == 0:
+        raise ValueError("x must have at least one dimension (the axis the weights sum over)")
+    ax = check_axis(axis, a.ndim)
+    if a.shape[ax] == 0:
+        raise ValueError(
+            f"x must not be empty along axis {axis} (no weights can sum to 1), got shape {a.shape}"
+        )
     dtype = result_dtype(a)
     a = a.astype(np.float64, copy=False)
     if np.any(np.isnan(a)) or np.any(a == np.inf):
         raise ValueError("x must not contain NaN or +inf")
-    mx = np.max(a, axis=axis, keepdims=True)
+    mx = np.max(a, axis=ax, keepdims=True)
     if np.any(mx == -np.inf):
         raise ValueError("softmax of a row whose entries are all -inf (fully masked) is undefined")
     e = np.exp(a - mx)
-    p = e / np.sum(e, axis=axis, keepdims=True)  # [eq:softmax]
+    p = e / np.sum(e, axis=ax, keepdims=True)  # [eq:softmax]
     return p.astype(dtype, copy=False)
 
 
@@ -116,8 +130,6 @@ def causal_mask(q_len: int, k_len: int | None = None) -> np.ndarray:
     array([[  0., -inf],
            [  0.,   0.]])
     """
-    from ._checks import check_positive_int
-
     ql = check_positive_int(q_len, "q_len")
     kl = ql if k_len is None else check_positive_int(k_len, "k_len")
     if kl < ql:
@@ -148,11 +160,12 @@ def attention(
         Additive bias broadcastable to ``(..., q_len, k_len)`` (ALiBi, T5), e.g.
         ``(n_heads, q_len, k_len)``.
     causal : bool, default False
-        Mask keys after the query (see :func:`causal_mask`).
+        Mask keys after the query (see :func:`causal_mask`). Must be a bool: a string such
+        as ``"no"`` is refused, not read as true.
     scale : float, optional
         Default :math:`1/\sqrt{d}`.
     return_weights : bool, default False
-        Also return the attention weights.
+        Also return the attention weights (a bool, like ``causal``).
 
     Returns
     -------
@@ -170,18 +183,20 @@ def attention(
     >>> attention(q, k, v, causal=True)[0]
     array([1., 0.])
     """
+    causal = check_flag(causal, "causal")
+    return_weights = check_flag(return_weights, "return_weights")
     qa = as_float_array(q, "q", min_ndim=2)
     ka = as_float_array(k, "k", min_ndim=2)
     va = as_float_array(v, "v", min_ndim=2)
+    if ka.shape[-2] == 0:
+        raise ValueError(f"k must have at least one key (row), got shape {ka.shape}")
     dtype = result_dtype(qa, ka, va)
     # computed in float64, rounded once to the inputs' dtype at the end
     s = attention_scores(qa.astype(np.float64), ka.astype(np.float64), scale=scale)
     if va.shape[-2] != s.shape[-1]:
         raise ValueError(f"v has {va.shape[-2]} rows but k has {s.shape[-1]}")
     if bias is not None:
-        b = np.asarray(bias)
-        if b.dtype == object or b.dtype.kind not in "biuf":
-            raise TypeError(f"bias must be a real numeric array, got dtype {b.dtype}")
+        b = as_real_array(bias, "bias")
         if b.ndim < 2:
             raise ValueError(f"bias must have at least 2 dimensions, got shape {b.shape}")
         if np.any(np.isnan(b)) or np.any(b == np.inf):
@@ -232,16 +247,17 @@ def attention_entropy(weights, axis: int = -1) -> np.ndarray:
     0.693147
     """
     p = as_float_array(weights, "weights", min_ndim=1)
+    ax = check_axis(axis, p.ndim)
     dtype = p.dtype
     p = p.astype(np.float64, copy=False)
     if np.any(p < 0):
         raise ValueError("weights must be non-negative")
-    sums = np.sum(p, axis=axis)
+    sums = np.sum(p, axis=ax)
     # a row rounded once to `dtype` sums to 1 within n * eps / 2; allow that (at least 1e-6)
-    n = p.shape[axis] if p.ndim else 1
+    n = p.shape[ax]
     tol = max(1e-6, float(np.finfo(dtype).eps) * n)
     if not np.allclose(sums, 1.0, rtol=0.0, atol=tol):
         raise ValueError("weights must sum to 1 along axis (rows of a softmax)")
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    return np.sum(terms, axis=axis).astype(dtype, copy=False)  # [eq:attn-entropy]
+    return np.sum(terms, axis=ax).astype(dtype, copy=False)  # [eq:attn-entropy]

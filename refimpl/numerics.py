@@ -16,14 +16,19 @@ from fractions import Fraction
 import numpy as np
 
 from ._checks import (
+    EXACT_INTEGER,
+    MAX_TABLE_ELEMENTS,
     as_float_array,
     as_inv_freq,
     as_positions,
+    as_real_array,
     check_base,
     check_choice,
     check_dim,
-    check_positive_int,
+    check_dps,
+    check_positive,
     check_real,
+    check_table_size,
 )
 from .rotary import cos_sin
 from .scaling import transformers_float32_frequencies
@@ -93,7 +98,8 @@ def oracle_cos_sin(
         ``inv_freq`` is None).
     base : float, default 10000.0
     dps : int, default 50
-        Decimal digits of the mpmath working precision (at least 20).
+        Decimal digits of the mpmath working precision, from 20 to
+        :data:`refimpl._checks.MAX_DPS` (1000; the cost of one entry grows with it).
     pairs : array_like of int, shape (p,), optional
         Compute only these pair indices (columns); default all ``d/2``.
 
@@ -125,7 +131,7 @@ def oracle_cos_sin(
     import mpmath
 
     pos = as_positions(positions)
-    ndps = check_positive_int(dps, "dps")
+    ndps = check_dps(dps)
     if ndps < 20:
         raise ValueError(f"dps must be at least 20 (the oracle must beat float64), got {ndps}")
     if inv_freq is None:
@@ -148,6 +154,7 @@ def oracle_cos_sin(
         if idx.size and (idx.min() < 0 or idx.max() >= d // 2):
             raise ValueError(f"pairs must lie in [0, {d // 2 - 1}] (dim={d})")
         cols = [int(i) for i in idx]
+    check_table_size(pos.shape[0], len(cols), "the oracle's table")
     cos = np.empty((pos.shape[0], len(cols)))
     sin = np.empty_like(cos)
     with mpmath.mp.workdps(ndps):
@@ -225,6 +232,34 @@ def _round_bf16_bits(x32: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x32), np.float32(np.nan), out)
 
 
+def _round_int_exact(v: int, fmt: str) -> float:
+    """The integer ``v`` rounded once, to nearest even, to ``fmt``'s ``p`` significant bits
+    (as a float64, exact: ``p <= 24``); beyond the format's range it becomes an infinity."""
+    p, _, emax = FORMATS[fmt]
+    a = abs(v)
+    shift = a.bit_length() - p
+    if shift > 0:
+        q, rem = a >> shift, a & ((1 << shift) - 1)
+        half = 1 << (shift - 1)
+        if rem > half or (rem == half and q & 1):  # [eq:numerics-round-to]
+            q += 1
+        a = q << shift
+    if a > 2**emax * (2 - 2 ** (1 - p)):
+        return math.copysign(math.inf, v)
+    return math.copysign(float(a), v)
+
+
+def _as_float64_once(arr: np.ndarray, fmt: str) -> np.ndarray:
+    """``arr`` as float64 without a first rounding: integers beyond 2^53 (which float64 would
+    round before ``fmt`` rounds again) are rounded straight to ``fmt`` from their exact value."""
+    out = arr.astype(np.float64)
+    if arr.dtype.kind in "iu" and arr.size:
+        big = (arr > EXACT_INTEGER) | (arr < -EXACT_INTEGER)
+        if np.any(big):
+            out[big] = [_round_int_exact(int(v), fmt) for v in arr[big]]
+    return out
+
+
 def round_to(x, fmt: str) -> np.ndarray:
     r"""Round to ``"float32"``, ``"float16"`` or ``"bfloat16"``, to nearest, ties to even.
 
@@ -246,8 +281,9 @@ def round_to(x, fmt: str) -> np.ndarray:
     Book equation ``eq:numerics-round-to``: :math:`\mathrm{rn}(x) = q\,\mathrm{rint}(x/q)`
     with :math:`q = 2^{\max(e, e_{\min}) - p + 1}` the grid step at :math:`x`. The input is
     rounded once, directly (float64 to bfloat16 does not go through float32, which would
-    round twice). float32 input to bfloat16 uses the bit trick frameworks use:
-    add ``0x7FFF`` plus the lowest kept bit, clear the low 16 bits.
+    round twice), and integers beyond 2^53 are rounded from their exact value (not through
+    float64, which would round them first). float32 input to bfloat16 uses the bit trick
+    frameworks use: add ``0x7FFF`` plus the lowest kept bit, clear the low 16 bits.
 
     Examples
     --------
@@ -257,12 +293,10 @@ def round_to(x, fmt: str) -> np.ndarray:
     [65504.0, inf]
     """
     check_choice(fmt, "fmt", tuple(FORMATS))
-    arr = np.asarray(x)
-    if arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise TypeError(f"x must be a real numeric array, got dtype {arr.dtype}")
+    arr = as_real_array(x, "x")
     if fmt == "bfloat16" and arr.dtype == np.float32:
         return _round_bf16_bits(arr)
-    return _round_quantum(arr.astype(np.float64), fmt).astype(_STORAGE[fmt])
+    return _round_quantum(_as_float64_once(arr, fmt), fmt).astype(_STORAGE[fmt])
 
 
 # ---------------------------------------------------------------------------------- pipelines
@@ -347,12 +381,21 @@ def transformers_float32_forward(
     positions : array_like, shape (seq,)
     inv_freq32 : array_like, shape (d/2,)
         The float32 frequencies the module holds (e.g. from
-        :func:`refimpl.scaling.transformers_float32_frequencies`).
+        :func:`refimpl.scaling.transformers_float32_frequencies`): non-empty, finite after
+        the cast to float32, and non-negative (zero is legal: proportional RoPE's
+        pass-through pairs, whose rows are cos = 1, sin = 0).
     attention_scaling : float, default 1.0
+        Positive and finite.
 
     Returns
     -------
     cos, sin : numpy.ndarray, each shape (seq, d/2), float32
+
+    Raises
+    ------
+    ValueError
+        ``inv_freq32`` is not 1-D, is empty, or has a NaN, an infinity (also after the cast
+        to float32) or a negative entry; ``attention_scaling`` is not positive.
 
     Notes
     -----
@@ -366,8 +409,12 @@ def transformers_float32_forward(
     """
     f32 = np.float32
     pos = as_positions(positions)
-    inv = np.asarray(inv_freq32, dtype=f32)
-    scale = f32(check_real(attention_scaling, "attention_scaling"))
+    inv64 = as_inv_freq(inv_freq32, "inv_freq32", allow_zero=True)
+    with np.errstate(over="ignore"):  # an overflow to inf is refused just below
+        inv = inv64.astype(f32)
+    if not np.all(np.isfinite(inv)):
+        raise ValueError("inv_freq32 must be finite in float32 (an entry overflows the cast)")
+    scale = f32(check_positive(attention_scaling, "attention_scaling"))
     ang = (pos.astype(f32)[:, None] * inv[None, :]).astype(f32)  # [eq:numerics-hf-float32]
     c, s = _cos_sin_float32(ang)
     if scale != 1:
@@ -492,7 +539,9 @@ def cos_sin_recurrence(
     Parameters
     ----------
     positions : array_like of non-negative integers, shape (seq,)
-        The recurrence runs from 0 to ``max(positions)``; cost is linear in that maximum.
+        The recurrence runs from 0 to ``max(positions)``; cost is linear in that maximum, and
+        ``(max(positions) + 1) * dim/2`` may not exceed
+        :data:`refimpl._checks.MAX_TABLE_ELEMENTS` (2**31).
     dim : int
     base : float, default 10000.0
     dtype : {"float32", "float64"}, default "float32"
@@ -526,6 +575,11 @@ def cos_sin_recurrence(
         ctype = np.complex128
     w = (np.cos(theta) + 1j * np.sin(theta)).astype(ctype)  # w rounded to dtype
     top = int(pos.max()) if pos.size else 0
+    if (top + 1) * (d // 2) > MAX_TABLE_ELEMENTS:
+        raise ValueError(
+            f"positions: the recurrence computes every row from 0 to max(positions) = {top}, "
+            f"{top + 1} x {d // 2} entries, above MAX_TABLE_ELEMENTS = {MAX_TABLE_ELEMENTS}"
+        )
     want = pos.astype(np.int64)
     order = np.argsort(want, kind="stable")
     cos = np.empty((pos.shape[0], d // 2), dtype=dtype)

@@ -9,7 +9,12 @@ position count and the rate to stderr).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import sys
+import tempfile
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -17,7 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_positions, check_choice, check_positive_int, check_real
+from ._checks import (
+    as_positions_or_count,
+    check_choice,
+    check_positive_int,
+    check_real,
+    check_table_size,
+)
 from .rotary import (
     _addition_cos_sin,
     _addition_lo_tables,
@@ -31,6 +42,8 @@ __all__ = [
     "STREAM_METHODS",
     "ProgressPrinter",
     "StreamedArray",
+    "check_free_space",
+    "cos_sin_npz_nbytes",
     "iter_cos_sin",
     "write_cos_sin_npz",
     "write_npz_streams",
@@ -79,15 +92,11 @@ class ProgressPrinter:
 
 
 def _positions_source(positions_or_count):
-    """(total, chunk getter, is_count) for a count ``n`` (positions 0..n-1) or an array."""
-    if isinstance(positions_or_count, (int, np.integer)) and not isinstance(
-        positions_or_count, bool
-    ):
-        n = int(positions_or_count)
-        if n < 0:
-            raise ValueError(f"positions_or_count must be a non-negative count, got {n}")
-        return n, (lambda p0, p1: np.arange(p0, p1, dtype=np.float64)), True
-    pos = as_positions(positions_or_count, "positions_or_count")
+    """(total, chunk getter, is_count) for a count ``n`` (positions 0..n-1) or an array
+    (the rule of :func:`refimpl._checks.as_positions_or_count`)."""
+    count, pos = as_positions_or_count(positions_or_count)
+    if pos is None:
+        return count, (lambda p0, p1: np.arange(p0, p1, dtype=np.float64)), True
     return pos.shape[0], (lambda p0, p1: pos[p0:p1]), False
 
 
@@ -107,7 +116,9 @@ def iter_cos_sin(
     Parameters
     ----------
     positions_or_count : int or array_like, shape (seq,)
-        A count ``n`` (positions ``0 .. n-1``, never materialised) or explicit positions.
+        A count ``n`` (positions ``0 .. n-1``, never materialised; a scalar integer, at most
+        ``MAX_POSITION`` = 2**31) or explicit positions (a sequence). A float or boolean
+        scalar is refused.
     inv_freq, dim, base, attention_scaling
         As in :func:`refimpl.cos_sin`.
     method : {"fast", "addition", "accurate"}, default "fast"
@@ -204,6 +215,150 @@ class StreamedArray:
     chunks: Callable[[], Iterable[np.ndarray]]
 
 
+# Bytes kept free beyond the file's own size: the zip and .npy headers (a few hundred bytes
+# per member) and the filesystem's block rounding, with room to spare.
+_FREE_SPACE_MARGIN = 1 << 20
+_UMASK_LOCK = threading.Lock()
+
+
+def _check_path(path, name: str = "path") -> str:
+    """``path`` as a str naming a file whose folder exists (not a folder itself)."""
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a str or os.PathLike naming the output file, got {type(path).__name__}"
+        ) from None
+    text = os.fsdecode(text)
+    if not text:
+        raise ValueError(f"{name} must not be empty")
+    if os.path.isdir(text):
+        raise ValueError(f"{name} must name a file, but {text!r} is a folder")
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{name}: the folder {folder!r} does not exist")
+    return text
+
+
+def cos_sin_npz_nbytes(num_positions: int, num_pairs: int, dtype="float64") -> int:
+    """Bytes that ``cos`` and ``sin`` tables of ``(num_positions, num_pairs)`` take in an
+    ``.npz`` (the two arrays; headers and metadata are covered by the margin of
+    :func:`check_free_space`).
+
+    Examples
+    --------
+    >>> cos_sin_npz_nbytes(2**24, 64)  # two 8 GiB float64 tables
+    17179869184
+    """
+    n = check_positive_int(num_positions, "num_positions")
+    pairs = check_positive_int(num_pairs, "num_pairs")
+    return 2 * n * pairs * np.dtype(dtype).itemsize
+
+
+def check_free_space(path, nbytes: int) -> None:
+    """Raise ValueError unless the folder of ``path`` has ``nbytes`` free, plus a margin.
+
+    Call it before a long write: the writers here put the new file next to the old one and
+    replace it only when complete, so the old file's space is not counted as free.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output file (it need not exist; its folder must).
+    nbytes : int
+        Size of the file to be written (e.g. :func:`cos_sin_npz_nbytes`).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> check_free_space(os.path.join(tempfile.mkdtemp(), "t.npz"), 1024)
+    """
+    text = _check_path(path)
+    need = int(nbytes)
+    folder = os.path.dirname(os.path.abspath(text))
+    free = shutil.disk_usage(folder).free
+    if need + _FREE_SPACE_MARGIN > free:
+        raise ValueError(
+            f"path: writing {text!r} needs about {need / 2**30:.3g} GiB but its folder has "
+            f"{free / 2**30:.3g} GiB free"
+        )
+
+
+def _new_file_mode(path: str) -> int:
+    """The permission bits the output should get: the old file's, or those ``open`` would
+    give a new one (0o666 less the umask; read under a lock, since reading it sets it)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextlib.contextmanager
+def _atomic_file(path: str):
+    """A binary file in the folder of ``path`` that becomes ``path`` only when complete.
+
+    On a normal exit the file is flushed, fsynced and renamed onto ``path`` (``os.replace``
+    is atomic on POSIX and Windows); on any exception, ``KeyboardInterrupt`` included, the
+    temporary file is removed and ``path`` keeps its previous content. Concurrent writers
+    each have their own temporary file, so ``path`` ends as one complete file.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(
+        dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".part"
+    )
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _new_file_mode(path))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable where folders open
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _member_nbytes(value) -> int:
+    if isinstance(value, StreamedArray):
+        return int(np.prod([int(k) for k in value.shape])) * np.dtype(value.dtype).itemsize
+    return int(np.asarray(value).nbytes)
+
+
+def _write_member(zf, name: str, value) -> None:
+    with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+        if not isinstance(value, StreamedArray):
+            np.lib.format.write_array(fh, np.asarray(value), allow_pickle=False)
+            return
+        dt = np.dtype(value.dtype)
+        shape = tuple(int(k) for k in value.shape)
+        fh.write(_npy_header(shape, dt))
+        rows = 0
+        for part in value.chunks():
+            part = np.asarray(part)
+            if part.dtype != dt or part.shape[1:] != shape[1:]:
+                raise ValueError(
+                    f"member {name!r}: chunk of dtype {part.dtype} and shape "
+                    f"{part.shape} does not match dtype {dt} and shape {shape}"
+                )
+            rows += part.shape[0]
+            if rows > shape[0]:
+                break
+            fh.write(np.ascontiguousarray(part).tobytes())
+        if rows != shape[0]:
+            raise ValueError(f"member {name!r}: chunks hold {rows} rows, its shape says {shape[0]}")
+
+
 def write_npz_streams(path, members: dict) -> None:
     """Write an uncompressed ``.npz`` archive whose members are arrays or :class:`StreamedArray`.
 
@@ -211,18 +366,27 @@ def write_npz_streams(path, members: dict) -> None:
     by chunk, so memory is bounded by its largest chunk. ``np.load`` reads the file as it reads
     ``np.savez`` output, with the same arrays.
 
+    The write is atomic: the archive goes to a temporary file in the same folder, which is
+    fsynced and renamed onto ``path`` only when complete. An interruption (an exception,
+    Ctrl-C) leaves ``path`` as it was (the previous file, or no file) and no temporary file;
+    of two concurrent writers, ``path`` ends as the complete file of one of them. The free
+    space is checked first (:func:`check_free_space`).
+
     Parameters
     ----------
     path : str or path-like
-        Output file (a zip64 archive, members stored).
+        Output file (a zip64 archive, members stored); its folder must exist.
     members : dict
         Name (str, without ``.npy``) to an array-like or a :class:`StreamedArray`.
 
     Raises
     ------
+    TypeError
+        ``path`` is not a str or path-like.
     ValueError
-        A name is not a string, or a chunk's dtype, trailing shape or the total row count does
-        not match its :class:`StreamedArray`.
+        ``path`` is a folder or its folder does not exist; the folder lacks the space; a name
+        is not a string, or a chunk's dtype, trailing shape or the total row count does not
+        match its :class:`StreamedArray` (the file is then not written).
 
     Examples
     --------
@@ -234,34 +398,17 @@ def write_npz_streams(path, members: dict) -> None:
     ...     z["a"].shape, int(z["a"].sum()), float(z["b"])
     ((5, 2), 10, 7.0)
     """
+    text = _check_path(path)
+    if not isinstance(members, dict):
+        raise TypeError(f"members must be a dict of name -> array, got {type(members).__name__}")
     for name in members:
         if not isinstance(name, str):
             raise ValueError(f"members keys must be strings, got {name!r}")
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, value in members.items():
-            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
-                if not isinstance(value, StreamedArray):
-                    np.lib.format.write_array(fh, np.asarray(value), allow_pickle=False)
-                    continue
-                dt = np.dtype(value.dtype)
-                shape = tuple(int(k) for k in value.shape)
-                fh.write(_npy_header(shape, dt))
-                rows = 0
-                for part in value.chunks():
-                    part = np.asarray(part)
-                    if part.dtype != dt or part.shape[1:] != shape[1:]:
-                        raise ValueError(
-                            f"member {name!r}: chunk of dtype {part.dtype} and shape "
-                            f"{part.shape} does not match dtype {dt} and shape {shape}"
-                        )
-                    rows += part.shape[0]
-                    if rows > shape[0]:
-                        break
-                    fh.write(np.ascontiguousarray(part).tobytes())
-                if rows != shape[0]:
-                    raise ValueError(
-                        f"member {name!r}: chunks hold {rows} rows, its shape says {shape[0]}"
-                    )
+    check_free_space(text, sum(_member_nbytes(v) for v in members.values()))
+    with _atomic_file(text) as raw:
+        with zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, value in members.items():
+                _write_member(zf, name, value)
 
 
 def write_cos_sin_npz(
@@ -283,9 +430,12 @@ def write_cos_sin_npz(
     Parameters
     ----------
     path : str or path-like
-        Output file (an uncompressed zip64 archive that ``np.load`` reads).
+        Output file (an uncompressed zip64 archive that ``np.load`` reads), written
+        atomically as by :func:`write_npz_streams` (an interrupted run leaves the previous
+        file intact), after a check of the free space.
     positions_or_count, inv_freq, dim, base, attention_scaling, method, chunk
-        As in :func:`iter_cos_sin`.
+        As in :func:`iter_cos_sin`; each table has at most ``MAX_TABLE_ELEMENTS`` (2**31)
+        entries.
     dtype : {"float64", "float32", "float16"}, default "float64"
         Stored dtype; float64 values are rounded once to it.
     metadata : dict, optional
@@ -307,9 +457,11 @@ def write_cos_sin_npz(
     ...     sorted(z.files), z["cos"].shape, float(z["base"])
     (['base', 'cos', 'sin'], (3, 1), 10000.0)
     """
-    dt = np.dtype(check_choice(str(np.dtype(dtype)), "dtype", ("float64", "float32", "float16")))
+    text = _check_path(path)
+    dt = np.dtype(check_choice(_dtype_name(dtype), "dtype", ("float64", "float32", "float16")))
     total, _, _ = _positions_source(positions_or_count)
     theta = _resolve_inv_freq(inv_freq, dim, base)
+    check_table_size(total, theta.shape[0], "each table")
     meta = {} if metadata is None else dict(metadata)
     for key in meta:
         if key in ("cos", "sin") or not isinstance(key, str):
@@ -331,4 +483,11 @@ def write_cos_sin_npz(
 
         return StreamedArray((total, theta.shape[0]), dt, chunks)
 
-    write_npz_streams(path, {"cos": table(0), "sin": table(1), **meta})
+    write_npz_streams(text, {"cos": table(0), "sin": table(1), **meta})
+
+
+def _dtype_name(dtype) -> str:
+    try:
+        return str(np.dtype(dtype))
+    except TypeError:
+        raise TypeError(f"dtype must name a float dtype, got {dtype!r}") from None

@@ -12,6 +12,7 @@ import numpy as np
 
 from ._checks import (
     as_float_array,
+    as_inv_freq,
     as_positions,
     check_dim,
     check_pairing,
@@ -22,6 +23,11 @@ from ._checks import (
 from .rotary import apply_rope, pair_indices
 
 __all__ = ["apply_xpos", "xpos_scale", "xpos_zeta"]
+
+# Largest |ln| of a scale factor: float64's normal range is [2^-1022, 2^1024), i.e.
+# |ln| < 708.39; beyond it a factor underflows towards 0 or overflows to inf, and the scores
+# (products of a factor and its inverse) become 0, inf or NaN.
+_MAX_LOG_SCALE = 708.0
 
 
 def xpos_zeta(dim: int, *, gamma: float = 0.4) -> np.ndarray:
@@ -80,7 +86,9 @@ def xpos_scale(positions, dim: int, *, scale_base: float = 512.0, gamma: float =
     it. For long sequences the individual factors over- or underflow (with the defaults,
     :math:`\zeta_0^{m/B}` leaves the normal float32 range near :math:`m = 3.6 \cdot 10^4`
     and the float64 range near :math:`m = 2.9 \cdot 10^5`); only their ratios enter the
-    scores, which is why peers centre the positions.
+    scores, which is why peers centre the positions. Positions whose factor would leave the
+    normal float64 range (:math:`|\ln \zeta_0^{m/B}| > 708`) are refused with a ValueError
+    rather than returned as 0 or inf.
 
     References
     ----------
@@ -95,7 +103,16 @@ def xpos_scale(positions, dim: int, *, scale_base: float = 512.0, gamma: float =
     pos = as_positions(positions)
     zeta = xpos_zeta(dim, gamma=gamma)
     base = check_positive(scale_base, "scale_base")
-    return zeta[None, :] ** (pos[:, None] / base)  # [eq:xpos-scale]
+    expo = pos[:, None] / base  # (seq, 1)
+    if pos.size:
+        worst = float(np.max(np.abs(expo))) * float(-np.log(zeta[0]))  # |ln zeta_0^(m/B)|
+        if worst > _MAX_LOG_SCALE:
+            raise ValueError(
+                f"positions / scale_base too large: zeta_0**(m/B) = exp(+-{worst:.4g}) leaves "
+                f"the normal float64 range (|ln| <= {_MAX_LOG_SCALE}); centre the positions "
+                "(apply_xpos's scale_offset) or raise scale_base"
+            )
+    return zeta[None, :] ** expo  # [eq:xpos-scale]
 
 
 def apply_xpos(
@@ -159,7 +176,7 @@ def apply_xpos(
         )
     c = check_real(scale_offset, "scale_offset")
     d = check_dim(dim, "q's last dimension")
-    if inv_freq is not None and np.asarray(inv_freq).shape != (d // 2,):
+    if inv_freq is not None and as_inv_freq(inv_freq).shape != (d // 2,):
         raise ValueError(
             f"inv_freq must have dim // 2 = {d // 2} entries, got shape {np.shape(inv_freq)}"
         )

@@ -123,7 +123,7 @@ def test_sinusoidal_errors():
         sinusoidal(4, 4, base=1.0)
     with pytest.raises(ValueError, match="base must be finite"):
         sinusoidal(4, 4, base=np.nan)
-    with pytest.raises(ValueError, match="positions_or_count must be non-negative"):
+    with pytest.raises(ValueError, match="positions_or_count must be a non-negative count"):
         sinusoidal(-2, 4)
     with pytest.raises(ValueError, match="positions_or_count must be finite"):
         sinusoidal([0.0, np.inf], 4)
@@ -142,3 +142,34 @@ def test_shift_matrix_errors():
         sinusoidal_shift_matrix(1, 3)
     with pytest.raises(ValueError, match="base must be greater than 1"):
         sinusoidal_shift_matrix(1, 4, base=0.5)
+
+
+def test_sinusoidal_count_rule_scalars_are_counts_floats_are_refused():
+    """A scalar integer of any kind is a count (np.array(4) used to give one row); a float or
+    boolean scalar is refused rather than read as one position; a list is positions."""
+    four = sinusoidal(4, 8)
+    assert four.shape == (4, 8)
+    for count in (np.int64(4), np.array(4), np.array(4, dtype=np.uint8)):
+        np.testing.assert_array_equal(sinusoidal(count, 8), four)
+    for bad in (4.0, np.float32(4.0), np.array(4.0)):
+        with pytest.raises(TypeError, match="positions_or_count as a scalar is a count"):
+            sinusoidal(bad, 8)
+    with pytest.raises(TypeError, match="positions_or_count must be a count or positions"):
+        sinusoidal(True, 8)
+    np.testing.assert_array_equal(sinusoidal([3.0], 8), four[3:4])
+    np.testing.assert_array_equal(sinusoidal(np.array([3]), 8), four[3:4])
+
+
+def test_absolute_tables_refuse_sizes_beyond_the_limits():
+    from refimpl._checks import MAX_POSITION, MAX_TABLE_ELEMENTS
+
+    with pytest.raises(ValueError, match=f"at most {MAX_POSITION}"):
+        sinusoidal(MAX_POSITION + 1, 2)
+    with pytest.raises(ValueError, match=f"MAX_TABLE_ELEMENTS = {MAX_TABLE_ELEMENTS}"):
+        sinusoidal(2**24, 512)
+    with pytest.raises(ValueError, match=f"MAX_TABLE_ELEMENTS = {MAX_TABLE_ELEMENTS}"):
+        integer_encoding(2**20, 2**12)
+    with pytest.raises(ValueError, match="num_positions must be at most"):
+        normalized_encoding(MAX_POSITION + 1, 1)
+    with pytest.raises(TypeError, match="num_positions must be an integer"):
+        integer_encoding(3.0, 2)

@@ -247,3 +247,41 @@ def test_entropy_errors():
         attention_entropy([0.5, 0.4])
     with pytest.raises(ValueError, match="weights must contain only finite"):
         attention_entropy([np.nan, 1.0])
+
+
+def test_attention_flags_must_be_booleans():
+    """causal="no" used to apply the mask (any truthy value did)."""
+    q = k = v = np.eye(3)
+    for flag in ("causal", "return_weights"):
+        for bad in ("no", 1, 0, None, 1.0, np.array(True)):
+            with pytest.raises(TypeError, match=f"{flag} must be a boolean"):
+                attention(q, k, v, **{flag: bad})
+    masked = attention(q, k, v, causal=np.True_)
+    np.testing.assert_array_equal(masked, attention(q, k, v, causal=True))
+    assert not np.array_equal(masked, attention(q, k, v, causal=False))
+    _, w = attention(q, k, v, return_weights=np.bool_(True))
+    assert w.shape == (3, 3)
+    with pytest.raises(ValueError, match="k must have at least one key"):
+        attention(np.ones((2, 3)), np.ones((0, 3)), np.ones((0, 3)))
+
+
+def test_softmax_and_entropy_refuse_empty_rows_and_non_integer_axes():
+    with pytest.raises(ValueError, match="x must not be empty along axis"):
+        softmax([])
+    with pytest.raises(ValueError, match="x must not be empty along axis"):
+        softmax(np.ones((2, 0)))
+    assert softmax(np.ones((0, 3))).shape == (0, 3)  # no rows: nothing to normalise
+    with pytest.raises(ValueError, match="x must have at least one dimension"):
+        softmax(1.0)
+    for bad in (0.5, True, "0", None):
+        with pytest.raises(TypeError, match="axis must be an integer"):
+            softmax(np.ones((2, 2)), axis=bad)
+        with pytest.raises(TypeError, match="axis must be an integer"):
+            attention_entropy(np.full((2, 2), 0.5), axis=bad)
+    with pytest.raises(ValueError, match=r"axis must be in \[-2, 2\)"):
+        softmax(np.ones((2, 2)), axis=2)
+    np.testing.assert_array_equal(softmax(np.eye(2), axis=np.int64(0)), softmax(np.eye(2).T).T)
+    with pytest.raises(TypeError, match="x must be a real numeric array"):
+        softmax([1j])
+    with pytest.raises(ValueError, match="x must be a rectangular array"):
+        softmax([[1.0], [1.0, 2.0]])

@@ -195,3 +195,34 @@ def test_accurate_errors_name_the_argument():
         cos_sin([1], method="accurate")
     with pytest.raises(ValueError, match="base must be greater than 1"):
         cos_sin([1], dim=4, base=1.0, method="accurate")
+
+
+def test_accurate_refuses_angles_outside_the_proved_domain():
+    """Beyond 2^29 * 2 pi the Cody-Waite products k * C_j are no longer exact (cos(2^33) came
+    out 0.57313641 against 0.57313680): every accurate path refuses angles above 2^31 rad."""
+    from refimpl.numerics import PIPELINES
+    from refimpl.streaming import iter_cos_sin
+
+    assert _exact.MAX_ANGLE == 2.0**31
+    with pytest.raises(ValueError, match=r"positions: method='accurate' is proved .*2\*\*31"):
+        cos_sin([2**33], [1.0], method="accurate")
+    with pytest.raises(ValueError, match=r"positions: method='accurate'"):
+        cos_sin([-(2**40)], dim=8, method="accurate")
+    with pytest.raises(ValueError, match=r"positions: method='accurate'"):
+        cos_sin([2**30], [4.0], method="accurate")  # the angle counts, not the position
+    with pytest.raises(ValueError, match=r"positions: method='accurate'"):
+        PIPELINES["accurate"]([2**33], dim=8, base=1e4)
+    with pytest.raises(ValueError, match=r"positions: method='accurate'"):
+        list(iter_cos_sin([0, 2**33], dim=8, method="accurate"))
+
+
+@pytest.mark.parametrize("position", [2.0**31, 2.0**31 - 1, -(2.0**31), 2.0**31 - 0.375])
+def test_accurate_holds_at_the_edge_of_its_domain(position):
+    """At the boundary itself the result is still faithful (within 1 ulp of mpmath)."""
+    pos = np.array([position])
+    c, s = cos_sin(pos, [1.0, 0.5], method="accurate")
+    co, so = oracle_cos_sin(pos, [1.0, 0.5])
+    assert ulp_error(c, co).max() <= 1.0 and ulp_error(s, so).max() <= 1.0
+    c, s = cos_sin(pos, dim=16, method="accurate")
+    co, so = oracle_cos_sin(pos, dim=16)
+    assert ulp_error(c, co).max() <= 1.0 and ulp_error(s, so).max() <= 1.0

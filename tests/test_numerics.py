@@ -341,3 +341,81 @@ def test_relative_drift_errors():
         relative_drift("accurate", [1], 1, Q, K, against="both")
     with pytest.raises(ValueError, match="dim=32 entries"):
         relative_drift("accurate", [1], 1, Q, K, dim=32)
+
+
+def _mp_round_int(v: int, bits: int) -> float:
+    """The integer v rounded to ``bits`` significant bits by mpmath (nearest, ties to even)."""
+    with mpmath.workprec(bits):
+        return float(+mpmath.mpf(v))
+
+
+# Integers next to a float32 rounding tie (where rounding through float64 first goes wrong)
+# as well as anywhere in the int64 range beyond 2^53.
+_near_ties = st.builds(
+    lambda q, e, delta: ((2 * q + 1) << (e - 1)) + delta,
+    st.integers(2**23, 2**24 - 1),
+    st.integers(31, 39),
+    st.integers(-(2**12), 2**12),
+)
+
+
+@given(st.one_of(st.integers(2**53 + 1, 2**63 - 1), _near_ties), st.sampled_from([1, -1]))
+def test_round_to_rounds_huge_integers_once(v, sign):
+    """int64 beyond 2^53 used to be rounded to float64 first and then again (double
+    rounding): 2^53 + 2^29 + 1 gave 2^53 instead of 2^53 + 2^30."""
+    x = np.array([sign * v], dtype=np.int64)
+    assert round_to(x, "float32")[0] == _mp_round_int(sign * v, 24)
+    assert round_to(x, "bfloat16")[0] == _mp_round_int(sign * v, 8)
+    assert round_to(x, "float16")[0] == sign * np.inf
+
+
+def test_round_to_double_rounding_regressions():
+    assert round_to(np.array([2**53 + 2**29 + 1]), "float32")[0] == 2.0**53 + 2.0**30
+    assert round_to([2**53 + 2**29 + 1], "float32")[0] == 2.0**53 + 2.0**30  # a list too
+    assert round_to(np.array([2**53 + 2**29]), "float32")[0] == 2.0**53  # a tie: to even
+    u = np.array([2**64 - 1, 2**63 + 2**39 + 1], dtype=np.uint64)
+    assert round_to(u, "float32").tolist() == [2.0**64, 2.0**63 + 2.0**40]
+    assert round_to(np.array([-(2**63)]), "bfloat16")[0] == -(2.0**63)
+    with pytest.raises(TypeError, match="x must be a real numeric array"):
+        round_to([1 + 2j], "float32")
+    with pytest.raises(ValueError, match="x must be a rectangular array"):
+        round_to([[1.0], [1.0, 2.0]], "float32")
+
+
+def test_transformers_float32_forward_validates_its_frequencies():
+    from refimpl.numerics import transformers_float32_forward as fwd
+
+    for bad, rule in [
+        ([np.nan, 0.1], "finite"),
+        ([[1.0, 0.1]], "1 dimension"),
+        ([1.0, -0.1], "non-negative"),
+        ([], "must not be empty"),
+        ([1e39], "finite in float32"),
+    ]:
+        with pytest.raises(ValueError, match=f"inv_freq32.*{rule}|inv_freq32 must {rule}"):
+            fwd([0, 1], bad)
+    for bad in (0.0, -1.0, np.nan):
+        with pytest.raises(ValueError, match="attention_scaling"):
+            fwd([0, 1], [1.0], attention_scaling=bad)
+    with pytest.raises(TypeError, match="attention_scaling"):
+        fwd([0, 1], [1.0], attention_scaling=True)
+    # zero frequencies are legal: proportional RoPE's pass-through pairs
+    c, s = fwd([0, 5, 70000], np.float32([1.0, 0.0]))
+    np.testing.assert_array_equal(c[:, 1], 1.0)
+    np.testing.assert_array_equal(s[:, 1], 0.0)
+    assert c[1, 0] == np.float32(np.cos(5.0))
+
+
+def test_recurrence_and_oracle_refuse_unbounded_work_up_front():
+    from refimpl._checks import MAX_DPS, MAX_TABLE_ELEMENTS
+
+    with pytest.raises(ValueError, match=f"positions: .*MAX_TABLE_ELEMENTS = {MAX_TABLE_ELEMENTS}"):
+        cos_sin_recurrence([10**12], dim=8)
+    with pytest.raises(ValueError, match=f"dps must be at most {MAX_DPS}"):
+        oracle_cos_sin([1], dim=2, dps=10**6)
+    with pytest.raises(TypeError, match="dps must be an integer"):
+        oracle_cos_sin([1], dim=2, dps=50.0)
+    with pytest.raises(ValueError, match="dim must be at most"):
+        cos_sin([1], dim=10**6, method="accurate")
+    c, _ = oracle_cos_sin([1], dim=2, dps=MAX_DPS)  # the limit itself is accepted
+    assert ulp_error(c, np.cos([[1.0]]))[0, 0] <= 1.0

@@ -129,3 +129,20 @@ def test_dtype_kept():
 def test_errors(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def test_xpos_scale_refuses_factors_outside_the_float64_range():
+    """zeta_0**(m/B) used to underflow to 0 (or overflow to inf) silently for long positions."""
+    xpos_scale([2 * 10**5], 8)  # inside: exp(-2e5/512 * 1.25) ~ e^-489
+    for far in ([3 * 10**5], [-(3 * 10**5)]):
+        with pytest.raises(ValueError, match="positions / scale_base too large"):
+            xpos_scale(far, 8)
+    with pytest.raises(ValueError, match="positions / scale_base too large"):
+        apply_xpos(np.ones((1, 4)), np.ones((1, 4)), [10**6])
+    q = np.ones((2, 4))
+    qx, kx = apply_xpos(q, q, [10**6, 10**6 + 1], scale_offset=10**6)  # centred: fine
+    assert np.all(np.isfinite(qx)) and np.all(np.isfinite(kx))
+    with pytest.raises(ValueError, match="inv_freq must be positive"):
+        apply_xpos(q, q, [0, 1], inv_freq=[1.0, -1.0])
+    with pytest.raises(ValueError, match="inv_freq must be a rectangular array"):
+        apply_xpos(q, q, [0, 1], inv_freq=[[1.0], [1.0, 2.0]])
