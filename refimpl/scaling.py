@@ -45,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import (
+    MAX_POSITION,
     check_base,
     check_choice,
     check_dim,
@@ -55,8 +56,6 @@ from ._checks import (
 from .rotary import inv_freq as _default_inv_freq
 
 __all__ = [
-    "MAX_DIM",
-    "MAX_SEQ_LEN",
     "ROPE_SCALINGS",
     "ScaledFrequencies",
     "ScalingMethod",
@@ -80,16 +79,6 @@ __all__ = [
     "yarn_frequencies",
     "yarn_ramp",
 ]
-
-MAX_DIM = 1 << 16
-"""Widest rotary width the methods accept: 65 536 features, 128 times the widest released
-head (512, Gemma 4's global layers), so that a mistyped width fails at once instead of
-allocating gigabytes of frequencies."""
-
-MAX_SEQ_LEN = 1 << 53
-"""Largest context length or sequence length accepted (``seq_len``, ``max_position``,
-``original_max_position``): integers up to :math:`2^{53}` are exact in float64, which every
-formula here divides and multiplies them in."""
 
 YARN_RAMPS = ("transformers", "paper")
 
@@ -138,19 +127,8 @@ def _check_factor(factor, name: str = "factor") -> float:
 
 
 def _check_length(value, name: str) -> int:
-    n = check_positive_int(value, name)
-    if n > MAX_SEQ_LEN:
-        raise ValueError(
-            f"{name} must be at most 2**53 = {MAX_SEQ_LEN} (exact in float64), got {n}"
-        )
-    return n
-
-
-def _check_dim(dim) -> int:
-    d = check_dim(dim)
-    if d > MAX_DIM:
-        raise ValueError(f"dim must be at most MAX_DIM = {MAX_DIM}, got {d}")
-    return d
+    """A context or sequence length: a positive integer up to ``_checks.MAX_POSITION``."""
+    return check_positive_int(value, name, maximum=MAX_POSITION)
 
 
 def _check_factor_list(values, name: str, n: int) -> np.ndarray:
@@ -183,7 +161,7 @@ def _finite_base(compute: Callable[[], float], name: str, value) -> float:
 
 
 def _check_ntk_dim(dim) -> int:
-    d = _check_dim(dim)
+    d = check_dim(dim)
     if d < 4:
         raise ValueError(f"dim must be at least 4 for NTK-aware scaling (d/(d-2)), got {d}")
     return d
@@ -217,7 +195,7 @@ def default_frequencies(*, dim: int, base: float = 10000.0) -> ScaledFrequencies
     >>> default_frequencies(dim=4, base=100.0)
     ScaledFrequencies(inv_freq=array([1. , 0.1]), attention_scaling=1.0)
     """
-    return ScaledFrequencies(_default_inv_freq(_check_dim(dim), base), 1.0)
+    return ScaledFrequencies(_default_inv_freq(check_dim(dim), base), 1.0)
 
 
 def linear_frequencies(*, dim: int, base: float = 10000.0, factor: float) -> ScaledFrequencies:
@@ -253,7 +231,7 @@ def linear_frequencies(*, dim: int, base: float = 10000.0, factor: float) -> Sca
     array([0.25 , 0.025])
     """
     s = _check_factor(factor)
-    theta = _default_inv_freq(_check_dim(dim), base)
+    theta = _default_inv_freq(check_dim(dim), base)
     return ScaledFrequencies(theta / s, 1.0)  # [eq:scaling-linear]
 
 
@@ -514,7 +492,7 @@ def yarn_correction_range(
     >>> yarn_correction_range(dim=128, base=1e4, original_max_position=2048)
     (16.0, 41.0)
     """
-    d = _check_dim(dim)
+    d = check_dim(dim)
     b = check_base(base)
     L = _check_length(original_max_position, "original_max_position")
     bf, bs = _check_betas(beta_fast, beta_slow)
@@ -581,7 +559,7 @@ def yarn_ramp(
     array([0.  , 0.25, 0.5 , 0.75, 1.  , 1.  , 1.  , 1.  ])
     """
     check_choice(ramp, "ramp", YARN_RAMPS)
-    d = _check_dim(dim)
+    d = check_dim(dim)
     j = np.arange(d // 2, dtype=np.float64)
     if ramp == "paper":
         if truncate is not None:
@@ -726,7 +704,7 @@ def llama3_frequencies(
     s = _check_factor(factor)
     L = _check_length(original_max_position, "original_max_position")
     lf, hf = _check_bands(low_freq_factor, high_freq_factor)
-    theta = _default_inv_freq(_check_dim(dim), base)
+    theta = _default_inv_freq(check_dim(dim), base)
     r = L * theta / (2 * np.pi)  # rotations over L: L / wavelength
     if hf == lf:  # the step: kept above lf rotations, divided at and below
         g = (r > lf).astype(np.float64)  # [eq:llama3-bands]
@@ -836,7 +814,7 @@ def longrope_frequencies(
     >>> f.inv_freq
     array([1.   , 0.025])
     """
-    d = _check_dim(dim)
+    d = check_dim(dim)
     L = _check_length(original_max_position, "original_max_position")
     short = _check_factor_list(short_factor, "short_factor", d // 2)
     long = _check_factor_list(long_factor, "long_factor", d // 2)
@@ -900,7 +878,7 @@ def proportional_frequencies(
     >>> proportional_frequencies(dim=8, base=1e4, partial_rotary_factor=0.5).inv_freq
     array([1. , 0.1, 0. , 0. ])
     """
-    d = _check_dim(dim)
+    d = check_dim(dim)
     p = check_real(partial_rotary_factor, "partial_rotary_factor")
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"partial_rotary_factor must be in [0, 1], got {p}")
@@ -1135,7 +1113,7 @@ def _geometric_base(theta: np.ndarray, d: int) -> float | None:
 
 def _as_profile(inv_freq, dim) -> tuple[np.ndarray, int] | None:
     theta = np.asarray(inv_freq, dtype=np.float64)
-    d = _check_dim(dim)
+    d = check_dim(dim)
     if theta.shape != (d // 2,):
         return None
     return theta, d
@@ -1172,6 +1150,8 @@ def _fit_ntk(inv_freq, *, dim, base=None, tol=1e-6) -> dict | None:
     if b_new is None or d < 4:
         return None
     s = (b_new / base) ** ((d - 2) / d)
+    if 1.0 - tol <= s < 1.0:  # unscaled frequencies, the fitted base rounded below b
+        s = 1.0
     return _fit_check("ntk", theta, dim=d, base=base, tol=tol, params={"factor": s})
 
 
