@@ -8,6 +8,7 @@ curve.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 
 STYLE = {
     "figure.figsize": (7.0, 4.0),
@@ -22,15 +23,35 @@ STYLE = {
 
 
 def use_book_style() -> None:
-    """Apply the book's matplotlib style (call once per page)."""
+    """Apply the book's matplotlib style and 2x (retina) figure output; call once per page."""
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
     plt.rcParams.update(STYLE)
+    set_matplotlib_formats("retina")
+
+
+def glue_figure(name: str, fig) -> None:
+    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive and close it.
+
+    Closing matters: a glued figure that stays open is drawn a second time, uncaptioned, by
+    the inline backend at the end of the cell.
+    """
+    from myst_nb import glue
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+
+
+def glue_value(name: str, value) -> None:
+    """Glue a number (NumPy scalars become Python numbers) for ``{glue:text}`` in the prose."""
+    from myst_nb import glue
+
+    glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
 
 
 # ---------------------------------------------------------------------------------------------
 # Part 1: foundations (why positions, naive and sinusoidal encodings, RoPE, pairings)
 # ---------------------------------------------------------------------------------------------
-
-import numpy as np  # noqa: E402
 
 
 def plot_permuted_attention(weights, weights_perm, perm):
@@ -88,8 +109,13 @@ def plot_wavelengths(dims_bases, n_train=None):
         i = np.arange(d // 2)
         lam = 2 * np.pi * base ** (2 * i / d)
         # curves that coincide (same base, other d) stay visible: wide pale line under thin ones
-        ax.semilogy(i / (d // 2), lam, lw=5 if k == 0 else 1.8, alpha=0.45 if k == 0 else 1.0,
-                    label=f"d = {d}, base = {base:g}")
+        ax.semilogy(
+            i / (d // 2),
+            lam,
+            lw=5 if k == 0 else 1.8,
+            alpha=0.45 if k == 0 else 1.0,
+            label=f"d = {d}, base = {base:g}",
+        )
     if n_train is not None:
         ax.axhline(n_train, color="gray", ls="--", label=f"{n_train} tokens")
     ax.set_xlabel("pair index i / (d/2)")
@@ -146,8 +172,13 @@ def plot_pairings(dim):
     half = np.concatenate([np.arange(h), np.arange(h)])
     inter = np.repeat(np.arange(h), 2)
     for ax, row, title in zip(
-        axes, (half, inter), ('pairing="half" (transformers, GPT-NeoX)',
-                              'pairing="interleaved" (RoFormer, Meta Llama, GPT-J)'), strict=True
+        axes,
+        (half, inter),
+        (
+            'pairing="half" (transformers, GPT-NeoX)',
+            'pairing="interleaved" (RoFormer, Meta Llama, GPT-J)',
+        ),
+        strict=True,
     ):
         ax.imshow(row[None, :], cmap="tab10" if h <= 10 else "tab20", aspect="auto")
         for j, v in enumerate(row):
@@ -216,8 +247,12 @@ def plot_method_curves(rows: list, key: str, title: str, train_len: int):
     """Accuracy against evaluation length, one line per value of ``row[key]``."""
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for i, r in enumerate(rows):
-        ax.plot([e["length"] for e in r["eval"]], [beyond(e) for e in r["eval"]],
-                label=str(r[key]), **_exp_style(i))
+        ax.plot(
+            [e["length"] for e in r["eval"]],
+            [beyond(e) for e in r["eval"]],
+            label=str(r[key]),
+            **_exp_style(i),
+        )
     ax.axvline(train_len, color="grey", lw=1, ls=":")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("evaluation length (tokens)")
@@ -230,12 +265,15 @@ def plot_method_curves(rows: list, key: str, title: str, train_len: int):
 
 def plot_attention_maps(maps: list):
     """Attention weights of one sequence, one panel per (length, layer, head)."""
-    fig, axes = plt.subplots(1, len(maps), figsize=(3.0 * len(maps), 3.2))
+    fig, axes = plt.subplots(
+        1, len(maps), figsize=(3.0 * len(maps), 3.4), sharey=True, constrained_layout=True
+    )
     for ax, m in zip(axes, maps, strict=True):
         im = ax.imshow(m["weights"], cmap="viridis", vmin=0, vmax=1)
-        ax.set_title(f"L={m['length']} layer {m['layer']} head {m['head']}", fontsize=9)
-        ax.set_xlabel("key position (token index)")
-        ax.set_ylabel("query position (token index)")
+        ax.set_title(f"L={m['length']}, layer {m['layer']}, head {m['head']}", fontsize=9)
+        ax.grid(False)
+    axes[0].set_ylabel("query position (token index)")
+    fig.supxlabel("key position (token index)", fontsize=11)
     fig.colorbar(im, ax=axes.tolist(), shrink=0.8, label="attention weight")
     return fig
 
@@ -248,12 +286,29 @@ def plot_entropy(doc: dict):
     fig, axes = plt.subplots(1, len(heads), figsize=(3.4 * len(heads), 3.4), sharey=True)
     for ax, (layer, head) in zip(axes, heads, strict=True):
         for i, method in enumerate(methods):
-            sel = [r for r in rows if r["method"] == method and (r["layer"], r["head"]) == (layer, head)]
-            ax.plot([r["length"] for r in sel], [r["entropy"] for r in sel], label=method,
-                    **_exp_style(i))
-        uni = [r for r in rows if r["method"] == methods[0] and (r["layer"], r["head"]) == (layer, head)]
-        ax.plot([r["length"] for r in uni], [r["uniform_entropy"] for r in uni], "k--", lw=1,
-                label="uniform")
+            sel = [
+                r
+                for r in rows
+                if r["method"] == method and (r["layer"], r["head"]) == (layer, head)
+            ]
+            ax.plot(
+                [r["length"] for r in sel],
+                [r["entropy"] for r in sel],
+                label=method,
+                **_exp_style(i),
+            )
+        uni = [
+            r
+            for r in rows
+            if r["method"] == methods[0] and (r["layer"], r["head"]) == (layer, head)
+        ]
+        ax.plot(
+            [r["length"] for r in uni],
+            [r["uniform_entropy"] for r in uni],
+            "k--",
+            lw=1,
+            label="uniform",
+        )
         ax.set_xscale("log", base=2)
         ax.set_title(f"layer {layer}, head {head}")
         ax.set_xlabel("evaluation length (tokens)")
@@ -265,8 +320,6 @@ def plot_entropy(doc: dict):
 
 # --------------------------------------------------------------------------- Extending the context
 # Helpers for the pages of the part "Extending the context" (book/extension_*.md).
-
-
 
 
 def plot_pair_ratios(ratios: dict, *, title: str = "", ax=None, legend_loc="best"):
@@ -308,8 +361,18 @@ def plot_angle_coverage(train_angle, extended: dict, *, title: str = ""):
     return fig
 
 
-def plot_curves(x, curves: dict, *, xlabel: str, ylabel: str, title: str = "", logx=False,
-                logy=False, styles=None, legend_loc="best"):
+def plot_curves(
+    x,
+    curves: dict,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    logx=False,
+    logy=False,
+    styles=None,
+    legend_loc="best",
+):
     """Several labelled curves on one axis (generic helper of the extension pages).
 
     Points are marked only when there are few of them (dense markers hide the curves).
@@ -332,8 +395,6 @@ def plot_curves(x, curves: dict, *, xlabel: str, ylabel: str, title: str = "", l
 
 
 # --- Variants (ALiBi, T5, xPos, learnable/mixed, 2-D and multimodal RoPE) ---------------------
-
-
 
 
 def plot_head_maps(
@@ -453,8 +514,14 @@ def plot_ulp_histograms(ulps: dict, *, title: str):
     fig, ax = plt.subplots()
     bins = np.concatenate([[0, 0.5, 1.0, 1.5], np.logspace(0.5, 14, 50)])
     for name, u in ulps.items():
-        ax.hist(np.maximum(u, 1e-3), bins=bins, histtype="step", lw=1.5, label=name,
-                color=NUMERICS_COLORS.get(name))
+        ax.hist(
+            np.maximum(u, 1e-3),
+            bins=bins,
+            histtype="step",
+            lw=1.5,
+            label=name,
+            color=NUMERICS_COLORS.get(name),
+        )
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlabel("error (ulp of the correctly rounded value)")
     ax.set_ylabel("number of entries")
