@@ -393,8 +393,7 @@ class _Caller:
             torch = _import_peer("torch")
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise TypeError("backend='torch' needs torch installed") from exc
-        out = self.fn(torch.from_numpy(x), torch.from_numpy(pos.astype(np.int64)))
-        return out.detach().cpu().double().numpy()
+        return self.fn(torch.from_numpy(x), torch.from_numpy(pos.astype(np.int64)))
 
     def _first_call(self, x, ipos):
         try:
@@ -427,7 +426,7 @@ class _Caller:
                 )
             except Exception as exc:
                 raise _FnFailed(exc) from exc
-        if hasattr(out, "detach"):  # a torch tensor from a NumPy call
+        if hasattr(out, "detach"):  # a torch tensor
             out = out.detach().cpu().double().numpy()
         out = np.asarray(out, dtype=np.float64)
         if out.shape != x.shape:

@@ -140,3 +140,64 @@ def test_load_function_in_process(impl_dir, monkeypatch):
     assert callable(fn)
     with pytest.raises(ValueError, match="target must be MODULE:FUNCTION"):
         _cli_check.load_function(":good")
+
+
+def _one_line_exit_two(out, *words):
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    assert "Traceback" not in out.stderr
+    for w in words:
+        assert w in lines[0], out.stderr
+
+
+def test_unimportable_targets_are_one_line_exit_two(impl_dir):
+    (impl_dir / "x.json").write_text("{}")
+    (impl_dir / "broken_syntax.py").write_text("def f(x, p:\n    return x\n")
+    (impl_dir / "raises_on_import.py").write_text("raise RuntimeError('no GPU here')\n")
+    (impl_dir / "exits_on_import.py").write_text("import sys\nsys.exit(3)\n")
+    cases = [
+        ([f"{impl_dir / 'x.json'}:fn"], ("must be a .py file",)),
+        (["broken_syntax:f"], ("SyntaxError",)),
+        ([f"{impl_dir / 'broken_syntax.py'}:f"], ("SyntaxError",)),
+        (["raises_on_import:f"], ("RuntimeError: no GPU here",)),
+        ([f"{impl_dir / 'raises_on_import.py'}:f"], ("RuntimeError: no GPU here",)),
+        (["exits_on_import:f"], ("SystemExit",)),
+    ]
+    for target, words in cases:
+        _one_line_exit_two(run([*target, "--dim", "16"], impl_dir), *words)
+
+
+def test_fn_raising_and_bad_config_are_one_line_exit_two(impl_dir):
+    (impl_dir / "bad_fn.py").write_text("def f(x, p):\n    raise KeyError('cos_cached')\n")
+    _one_line_exit_two(run(["bad_fn:f", "--dim", "16"], impl_dir), "bad_fn:f raised KeyError")
+    (impl_dir / "cfg.json").write_text('{"rope_theta": "ten thousand"')
+    _one_line_exit_two(run(["my_rope:good", "--dim", "16", "--config", "cfg.json"], impl_dir))
+
+
+def test_dim_over_the_limit_refused_up_front(impl_dir):
+    from refimpl.check import MAX_CHECK_DIM
+
+    _one_line_exit_two(run(["my_rope:good", "--dim", "4096"], impl_dir), str(MAX_CHECK_DIM))
+
+
+def test_torch_in_the_working_directory_cannot_shadow_the_peer(impl_dir):
+    pytest.importorskip("torch", reason="torch not installed (make venv-torch)")
+    marker = impl_dir / "shadow_ran"
+    (impl_dir / "torch.py").write_text(
+        f"open({str(marker)!r}, 'w').write('x')\nraise RuntimeError('shadow torch imported')\n"
+    )
+    (impl_dir / "tensor_rope.py").write_text(
+        textwrap.dedent(
+            """
+            import refimpl
+
+            def f(x, positions):  # needs tensors: NumPy arrays have no .clone()
+                x = x.clone()
+                return refimpl.apply_rope(x.numpy(), positions.numpy())
+            """
+        )
+    )
+    out = run(["tensor_rope:f", "--dim", "16"], impl_dir)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("RoPE check: PASS") and not marker.exists()
