@@ -822,17 +822,12 @@ def longrope_frequencies(
     lam = long if use_long else short
     theta = _default_inv_freq(d, base)
     new = theta / lam  # [eq:longrope-inv-freq]
-    if attention_factor is not None:
-        scale = check_positive(attention_factor, "attention_factor")
-    else:
-        if factor is None:
-            if max_position is None:
-                raise ValueError(
-                    "longrope needs factor, max_position or attention_factor to set the "
-                    "attention factor"
-                )
-            factor = _check_length(max_position, "max_position") / L
-        scale = longrope_attention_scaling(factor=factor, original_max_position=L)
+    scale = _longrope_attention(
+        original_max_position=L,
+        factor=factor,
+        max_position=max_position,
+        attention_factor=attention_factor,
+    )
     return ScaledFrequencies(new, scale)
 
 
@@ -870,7 +865,7 @@ def proportional_frequencies(
 
     Notes
     -----
-    Book equation ``eq:proportional-inv-freq``. :math:`k` is computed as transformers does,
+    Book equation ``eq:models-proportional``. :math:`k` is computed as transformers does,
     ``int(p * D // 2)``. For :math:`p = 1` this is linear scaling.
 
     Examples
@@ -885,7 +880,7 @@ def proportional_frequencies(
     s = _check_factor(factor)
     k = int(p * d // 2)  # rotated pairs
     new = np.zeros(d // 2)
-    new[:k] = _default_inv_freq(d, base)[:k] / s  # [eq:proportional-inv-freq]
+    new[:k] = _default_inv_freq(d, base)[:k] / s  # [eq:models-proportional]
     return ScaledFrequencies(new, 1.0)
 
 
