@@ -1,8 +1,9 @@
 """Command line: ``python -m refimpl COMMAND ...``.
 
 Commands are registered by small functions ``register_NAME(subparsers)`` listed in
-:data:`COMMANDS`; each sets ``func`` (``func(args) -> int``) on its parser. Errors in the
-input (bad path, bad config, bad argument) print one line on stderr and exit with status 2.
+:data:`COMMANDS`; each sets ``func`` (``func(args) -> int``) on its parser. Every failure in
+the input (bad path, bad config, bad argument, a size over the package's limits) prints one
+line on stderr and exits with status 2.
 """
 
 from __future__ import annotations
@@ -15,47 +16,100 @@ import time
 import numpy as np
 
 from . import __version__
-from ._checks import check_positive_int
-from .config import PRECISIONS, RopeSpec, rope_from_config
+from ._checks import MAX_POSITION, check_positive_int, check_table_size
+from .config import PRECISIONS, RopeSchedule, RopeSpec, rope_schedule
 from .streaming import ProgressPrinter, StreamedArray, write_npz_streams
+
+# Errors that mean "bad input" and become one line on stderr with exit status 2.
+INPUT_ERRORS = (ValueError, TypeError, OSError, ArithmeticError, RecursionError, MemoryError)
+
+
+def _ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7-8"``."""
+    out, start = [], None
+    for i, v in enumerate(indices):
+        if start is None:
+            start = v
+        if i + 1 == len(indices) or indices[i + 1] != v + 1:
+            out.append(f"{start}" if start == v else f"{start}-{v}")
+            start = None
+    return ", ".join(out)
+
+
+def schedule_lines(schedule: RopeSchedule) -> tuple[list[str], list[RopeSpec]]:
+    """One line per distinct (spec, layer type, query scaling) with its layer ranges, and the
+    distinct specs in order (the line's label ``A``, ``B``, ... indexes them)."""
+    specs = schedule.specs()
+    keys = [k for k in schedule.groups() if k is not None]
+    groups: dict = {}
+    for layer in schedule:
+        k = None if layer.spec is None else layer.spec.key()
+        sig = (k, layer.layer_type, layer.query_scaling)
+        groups.setdefault(sig, []).append(layer.index)
+    lines = []
+    for (k, layer_type, query), indices in groups.items():
+        label = "-" if k is None else _label(keys.index(k))
+        what = "no RoPE" if k is None else specs[k].describe()
+        if query is not None:
+            what += "; " + query.describe()
+        word = "layer " if len(indices) == 1 else "layers"
+        lines.append(f"{label} {word} {_ranges(indices)} ({layer_type}): {what}")
+    return lines, [specs[k] for k in keys]
+
+
+def _label(i: int) -> str:
+    """Spec labels ``A`` .. ``Z``, then ``S26``, ``S27``, ..."""
+    return chr(ord("A") + i) if i < 26 else f"S{i}"
+
+
+def _pair_lines(spec: RopeSpec) -> list[str]:
+    t = spec.pair_table()
+    lines = [f"{'pair':>4} {'wavelength':>14} {'scaled wavelength':>18} {'scale':>10}  regime"]
+    for i in range(t["pair"].shape[0]):
+        lines.append(
+            f"{i:>4} {t['wavelength'][i]:>14.6g} {t['scaled_wavelength'][i]:>18.6g} "
+            f"{t['scale'][i]:>10.6g}  {t['regime'][i]}"
+        )
+    return lines
 
 
 def _describe(args) -> int:
-    spec = rope_from_config(args.config, seq_len=args.seq_len)
-    out = sys.stdout
-    print(f"config            {spec.source}", file=out)
-    print(f"rope type         {spec.rope_type}", file=out)
-    print(f"base              {spec.base:g}", file=out)
-    print(f"head dim          {spec.dim}", file=out)
-    print(f"rotary width      {spec.rotary_dim} ({spec.rotary_dim // 2} pairs)", file=out)
-    print(f"attention scaling {spec.attention_scaling!r}", file=out)
-    shown = {k: v for k, v in spec.params.items() if k not in ("dim", "base")}
-    for k in ("short_factor", "long_factor"):
-        if k in shown:
-            shown[k] = f"[{len(shown[k])} values]"
-    print(f"parameters        {shown}", file=out)
-    for note in spec.notes:
-        print(f"note              {note}", file=out)
-    t = spec.pair_table()
-    print(
-        f"{'pair':>4} {'wavelength':>14} {'scaled wavelength':>18} {'scale':>10}  regime", file=out
-    )
-    for i in range(t["pair"].shape[0]):
-        print(
-            f"{i:>4} {t['wavelength'][i]:>14.6g} {t['scaled_wavelength'][i]:>18.6g} "
-            f"{t['scale'][i]:>10.6g}  {t['regime'][i]}",
-            file=out,
-        )
+    schedule = rope_schedule(args.config, seq_len=args.seq_len)
+    lines, specs = schedule_lines(schedule)
+    out = [
+        f"config            {schedule.source}",
+        f"model type        {schedule.model_type}",
+        f"layers            {len(schedule)}",
+        *lines,
+    ]
+    out += [f"note              {n}" for n in schedule.notes]
+    for i, spec in enumerate(specs):
+        label = _label(i)
+        out += [
+            f"spec {label:<13}{spec.rope_type}, base {spec.base:g}",
+            f"  head dim        {spec.dim}",
+            f"  rotary width    {spec.rotary_dim} ({spec.rotary_dim // 2} pairs)",
+            f"  attention scaling {spec.attention_scaling!r}",
+        ]
+        out += [f"  note            {n}" for n in spec.notes if n not in schedule.notes]
+        if args.pairs:
+            out += _pair_lines(spec)
+    print("\n".join(out))
     return 0
 
 
 def register_describe(subparsers) -> None:
-    """``describe CONFIG [--seq-len L]``: the config's RoPE and a per-pair table."""
+    """``describe CONFIG [--seq-len L] [--no-pairs]``: the per-layer schedule (layer ranges ->
+    base, widths, pairing, scaling, NoPE, query scaling), notes, and a per-pair table of each
+    distinct spec."""
     p = subparsers.add_parser(
-        "describe", help="summarise the RoPE of a config.json (type, base, widths, per pair)"
+        "describe", help="summarise the RoPE of a config.json layer by layer (and per pair)"
     )
     p.add_argument("config", help="path to a model config.json")
     p.add_argument("--seq-len", type=int, default=None, help="sequence length (dynamic, longrope)")
+    p.add_argument(
+        "--no-pairs", dest="pairs", action="store_false", help="leave out the per-pair tables"
+    )
     p.set_defaults(func=_describe)
 
 
@@ -101,49 +155,102 @@ def stream_golden_members(
     }
 
 
-def _golden(args) -> int:
-    if args.positions <= 0:
-        raise ValueError(f"--positions must be positive, got {args.positions}")
-    if args.chunk <= 0:
-        raise ValueError(f"--chunk must be positive, got {args.chunk}")
-    seq_len = args.seq_len
-    spec = rope_from_config(args.config, seq_len=seq_len)
-    if seq_len is None and spec.rope_type in ("dynamic", "longrope"):
-        spec = rope_from_config(args.config, seq_len=args.positions)
-    spec.cos_sin([args.positions - 1], precision=args.precision)  # fail before writing
-    meta = {
-        "config": spec.source,
+def _spec_meta(spec: RopeSpec) -> dict:
+    return {
         "rope_type": spec.rope_type,
         "base": spec.base,
         "head_dim": spec.dim,
         "rotary_dim": spec.rotary_dim,
+        "rotary_offset": spec.rotary_offset,
+        "pairing": spec.pairing,
+        "output_order": spec.output_order,
+        "attention_scaling": spec.attention_scaling,
         "seq_len": spec.seq_len,
-        "precision": args.precision,
-        "refimpl_version": __version__,
-        "layout": "cos/sin are half width (positions, rotary_dim // 2), times attention_scaling",
+        "mrope_section": None if spec.mrope_section is None else list(spec.mrope_section),
+        "mrope_layout": spec.mrope_layout,
+        "description": spec.describe(),
         "notes": list(spec.notes),
     }
-    progress = not args.quiet and args.positions > args.chunk
-    members = stream_golden_members(spec, args.positions, args.precision, args.chunk, progress)
-    write_npz_streams(
-        args.out,
-        {
-            "positions": members.pop("positions"),
-            "attention_scaling": np.float64(spec.attention_scaling),
-            "metadata": np.array(json.dumps(meta)),
-            **members,
-        },
-    )
-    print(f"wrote {args.out}: {args.positions} positions, {spec.rotary_dim // 2} pairs")
+
+
+def _schedule_meta(schedule: RopeSchedule, keys: list) -> list[dict]:
+    out = []
+    for layer in schedule:
+        q = layer.query_scaling
+        out.append(
+            {
+                "index": layer.index,
+                "layer_type": layer.layer_type,
+                "spec": None if layer.spec is None else keys.index(layer.spec.key()),
+                "query_scaling": None
+                if q is None
+                else {"kind": q.kind, "params": dict(q.params), "softmax_scale": q.softmax_scale},
+            }
+        )
+    return out
+
+
+def _golden(args) -> int:
+    n = check_positive_int(args.positions, "--positions", maximum=MAX_POSITION)
+    chunk = check_positive_int(args.chunk, "--chunk", maximum=MAX_POSITION)
+    schedule = rope_schedule(args.config, seq_len=args.seq_len or n)
+    specs = schedule.specs()
+    keys = [k for k in schedule.groups() if k is not None]
+    if not keys:
+        raise ValueError(f"{schedule.source}: no layer applies RoPE; there are no tables to write")
+    for k in keys:  # fail before writing: sizes, then the last position
+        check_table_size(n, specs[k].rotary_dim // 2, "--positions table")
+        specs[k].cos_sin([n - 1], precision=args.precision)
+    one = len(keys) == 1
+    meta = {
+        "config": schedule.source,
+        "model_type": schedule.model_type,
+        "precision": args.precision,
+        "refimpl_version": __version__,
+        "layout": "cos/sin are half width (positions, rotary_dim // 2), times attention_scaling"
+        + ("" if one else "; member NAME_k belongs to specs[k]"),
+        "specs": [_spec_meta(specs[k]) for k in keys],
+        "schedule": _schedule_meta(schedule, keys),
+        "notes": list(schedule.notes),
+    }
+    if one:
+        meta.update({k: v for k, v in meta["specs"][0].items() if k != "notes"})
+        meta["notes"] = list(dict.fromkeys(meta["notes"] + meta["specs"][0]["notes"]))
+    progress = not args.quiet and n > chunk
+    members = {"metadata": np.array(json.dumps(meta))}
+    for i, k in enumerate(keys):
+        suffix = "" if one else f"_{i}"
+        streamed = stream_golden_members(specs[k], n, args.precision, chunk, progress)
+        if i == 0:
+            members = {"positions": streamed.pop("positions"), **members}
+        streamed.pop("positions", None)
+        members[f"attention_scaling{suffix}"] = np.float64(specs[k].attention_scaling)
+        members.update({f"{name}{suffix}": v for name, v in streamed.items()})
+    if one:  # the historical member order
+        members = {
+            name: members[name]
+            for name in ("positions", "attention_scaling", "metadata", "inv_freq", "cos", "sin")
+        }
+    write_npz_streams(args.out, members)
+    pairs = ", ".join(str(specs[k].rotary_dim // 2) for k in keys)
+    print(f"wrote {args.out}: {n} positions, {len(keys)} table set(s) of {pairs} pairs")
     return 0
 
 
 def register_golden(subparsers) -> None:
     """``golden CONFIG --positions N --out FILE.npz [--precision P] [--seq-len L] [--chunk C]
-    [--quiet]``: tables streamed chunk by chunk, progress on stderr for runs over one chunk."""
-    p = subparsers.add_parser("golden", help="write golden cos/sin tables of a config to .npz")
+    [--quiet]``: one table set per distinct layer spec, streamed chunk by chunk (progress on
+    stderr for runs over one chunk), the schedule in the metadata."""
+    p = subparsers.add_parser(
+        "golden", help="write golden cos/sin tables of a config to .npz (one set per layer spec)"
+    )
     p.add_argument("config", help="path to a model config.json")
-    p.add_argument("--positions", type=int, required=True, help="number of positions 0..N-1")
+    p.add_argument(
+        "--positions",
+        type=int,
+        required=True,
+        help=f"number of positions 0..N-1 (at most {MAX_POSITION})",
+    )
     p.add_argument("--out", required=True, help="output .npz file")
     p.add_argument("--precision", choices=PRECISIONS, default="float64")
     p.add_argument(
@@ -173,11 +280,16 @@ def register_check(subparsers) -> None:
 COMMANDS = [register_describe, register_golden, register_check]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered command."""
-    parser = argparse.ArgumentParser(
-        prog="python -m refimpl", description="refimpl: golden positional encodings"
-    )
+    parser = _Parser(prog="python -m refimpl", description="refimpl: golden positional encodings")
     parser.add_argument("--version", action="version", version=f"refimpl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
@@ -190,9 +302,13 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError, OSError) as exc:
-        print(f"refimpl {args.command}: error: {exc}", file=sys.stderr)
+    except INPUT_ERRORS as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"refimpl {args.command}: error: {text}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"refimpl {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

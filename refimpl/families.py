@@ -692,11 +692,15 @@ def _int_key(key: str) -> int:
         raise ValueError(f"config key per_layer_config has a non-integer layer {key!r}") from None
 
 
-def layer_plan(family: Family | None, cfg: Mapping, notes: list) -> list[LayerPlan]:
+def layer_plan(
+    family: Family | None, cfg: Mapping, notes: list, *, need_layers: bool = True
+) -> list[LayerPlan]:
     """Every layer of the model as the family's code builds it.
 
-    A config without a layer count and a uniform rule gives one entry standing for every
-    layer (layer type ``"all"``).
+    A config without a layer count gives one entry standing for every layer (layer type
+    ``"all"``) when the family's layers are alike; with per-layer rules it is an error, or,
+    with ``need_layers=False`` (one spec is asked for), the entry stands for the layers that
+    apply RoPE.
 
     Examples
     --------
@@ -710,12 +714,18 @@ def layer_plan(family: Family | None, cfg: Mapping, notes: list) -> list[LayerPl
         n = len(types)
     rule = family.layers if family is not None else "uniform"
     if n is None:
-        if rule not in ("uniform",):
+        if rule not in ("uniform", "gemma2") and need_layers:
             raise ValueError(
                 f"{family.name} has per-layer rules ({rule}); the config needs "
                 "num_hidden_layers or layer_types"
             )
-        notes.append("no num_hidden_layers: one entry stands for every layer")
+        if rule in ("uniform", "gemma2"):
+            notes.append("no num_hidden_layers: one entry stands for every layer")
+        else:
+            notes.append(
+                f"no num_hidden_layers: {family.name}'s per-layer rule ({rule}) is not applied; "
+                "the spec is that of its RoPE layers"
+            )
         return [LayerPlan(0, "all", "all")]
     types = types or ["full_attention"] * n
     if rule == "no_rope_layers":

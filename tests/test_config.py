@@ -1,4 +1,6 @@
-"""rope_from_config: the config forms it reads, the spec it returns, and misread configs."""
+"""rope_from_config and RopeSpec: the config forms, the readers, the spec's invariants, the
+refusal policy and hostile config files. Every config here is hand-made (labelled by the
+constant's name); released configs are tested in tests/parity/."""
 
 import json
 import math
@@ -9,17 +11,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refimpl
-from refimpl.config import RopeSpec, rope_from_config
+from refimpl.config import INV_FREQ_AGREEMENT, RopeSpec, load_config, rope_from_config
+from refimpl.multiaxis import mrope_cos_sin
+from refimpl.rotary import inv_freq
 from refimpl.scaling import ROPE_SCALINGS
 
-YARN_4X = {
+YARN_4X = {  # hand-made, transformers 4.x form
     "hidden_size": 512,
     "num_attention_heads": 4,
     "max_position_embeddings": 131072,
     "rope_theta": 1e6,
     "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
 }
-YARN_5X = {
+YARN_5X = {  # hand-made, the same in the 5.x form
     "hidden_size": 512,
     "num_attention_heads": 4,
     "max_position_embeddings": 131072,
@@ -34,11 +38,28 @@ YARN_5X = {
 
 def test_4x_and_5x_forms_give_the_same_spec():
     a, b = rope_from_config(YARN_4X), rope_from_config(YARN_5X)
-    assert a.rope_type == b.rope_type == "yarn"
+    assert a.rope_type == b.rope_type == "yarn" and a.key() == b.key()
     np.testing.assert_array_equal(a.inv_freq, b.inv_freq)
     assert a.attention_scaling == b.attention_scaling == 0.1 * math.log(4.0) + 1
     want = ROPE_SCALINGS["yarn"](dim=128, base=1e6, factor=4.0, original_max_position=32768)
     np.testing.assert_array_equal(a.inv_freq, want.inv_freq)
+
+
+def test_each_fact_is_stored_once():
+    spec = rope_from_config(YARN_4X)
+    assert not {"dim", "base", "seq_len"} & set(spec.params)
+    assert spec.method_params() == {
+        "dim": 128,
+        "base": 1e6,
+        "factor": 4.0,
+        "original_max_position": 32768,
+    }
+    with pytest.raises(TypeError):
+        spec.params["factor"] = 2.0  # read-only
+    with pytest.raises(ValueError):
+        spec.inv_freq[0] = 2.0  # read-only
+    with pytest.raises(AttributeError):
+        spec.base = 3.0
 
 
 def test_path_and_config_object(tmp_path):
@@ -76,7 +97,7 @@ def test_head_dim_partial_and_gpt_neox_keys():
 
 
 def test_original_max_position_top_level_and_legacy_su():
-    cfg = {
+    cfg = {  # hand-made, Phi-3 keys
         "hidden_size": 64,
         "num_attention_heads": 4,
         "max_position_embeddings": 131072,
@@ -91,7 +112,7 @@ def test_original_max_position_top_level_and_legacy_su():
 
 
 def test_nested_rope_parameters_per_layer_type():
-    cfg = {
+    cfg = {  # hand-made, 5.x nested form without a layer count
         "head_dim": 16,
         "rope_parameters": {
             "full_attention": {"rope_type": "linear", "rope_theta": 1e6, "factor": 8.0},
@@ -102,6 +123,8 @@ def test_nested_rope_parameters_per_layer_type():
     assert rope_from_config(cfg, layer_type="sliding_attention").base == 1e4
     with pytest.raises(ValueError, match="nested per layer type"):
         rope_from_config(cfg)
+    with pytest.raises(ValueError, match="layer_type must be one of"):
+        rope_from_config(cfg, layer_type="chunked")
 
 
 @given(st.integers(1, 200000))
@@ -135,6 +158,8 @@ def test_apply_rotates_the_rotary_part_only():
     np.testing.assert_allclose(y[..., :32], want, rtol=1e-14)
     y32 = spec.apply(x.astype(np.float32), np.arange(5), precision="transformers-float32")
     np.testing.assert_allclose(y32, y, atol=1e-5)
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., 5, 64\)"):
+        spec.apply(x[..., :32], np.arange(5))
 
 
 def test_pair_table_regimes():
@@ -145,14 +170,143 @@ def test_pair_table_regimes():
     np.testing.assert_allclose(t["wavelength"], 2 * np.pi / t["inv_freq"])
 
 
-def test_spec_is_a_frozen_dataclass():
-    spec = rope_from_config(YARN_4X)
-    assert isinstance(spec, RopeSpec)
-    with pytest.raises(AttributeError):
-        spec.base = 3.0
+def test_pair_table_of_a_spec_built_by_hand_and_of_proportional_rope():
+    theta = inv_freq(8, 1e4) / 2
+    spec = RopeSpec(8, 8, 1e4, "linear", theta, params={"factor": 2.0})
+    assert list(spec.pair_table()["regime"]) == ["interpolated"] * 4  # no KeyError
+    prop = rope_from_config(
+        {
+            "head_dim": 16,
+            "rope_parameters": {"rope_type": "proportional", "partial_rotary_factor": 0.5},
+        }
+    )
+    t = prop.pair_table()
+    assert list(t["regime"]) == ["extrapolated"] * 4 + ["zero"] * 4
+    assert np.all(np.isinf(t["scaled_wavelength"][4:]))
 
 
-# ----------------------------------------------------------------- misread configs, errors
+# ----------------------------------------------------------------- the spec's invariants
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "message"),
+    [
+        ({"dim": "x"}, TypeError, "dim must be an integer"),
+        ({"rotary_dim": -3}, ValueError, "rotary_dim must be positive"),
+        ({"rotary_dim": 6}, ValueError, "inv_freq has 4 entries but rotary_dim=6"),
+        ({"base": "b"}, TypeError, "base must be a real number"),
+        ({"base": 1.0}, ValueError, "base must be greater than 1"),
+        ({"inv_freq": "z"}, TypeError, "inv_freq"),
+        ({"inv_freq": [1.0, -0.1, 0.01, 0.001]}, ValueError, "inv_freq must be non-negative"),
+        ({"rope_type": "cubic"}, ValueError, "unknown rope type 'cubic'"),
+        ({"attention_scaling": 0.0}, ValueError, "attention_scaling must be positive"),
+        ({"pairing": ""}, ValueError, "pairing must be one of"),
+        ({"output_order": "half"}, ValueError, "pairing must be"),
+        ({"rotary_offset": 4}, ValueError, "rotary_offset \\+ rotary_dim = 12 exceeds dim = 8"),
+        ({"max_position": 1e400}, TypeError, "max_position must be an integer"),
+        ({"max_position": 2**40}, ValueError, "max_position must be at most"),
+        ({"seq_len": True}, TypeError, "seq_len must be an integer, got a boolean"),
+        ({"params": {"base": 2.0}}, ValueError, "must not repeat the spec's fields"),
+        ({"mrope_section": (1, 1, 1)}, ValueError, "given together"),
+        (
+            {"mrope_section": (1, 1, 1), "mrope_layout": "blocked"},
+            ValueError,
+            "must sum to rotary_dim // 2 = 4",
+        ),
+        ({"inv_freq": inv_freq(8, 1e4) * 0.55}, ValueError, "inv_freq disagrees with"),
+    ],
+)
+def test_spec_refuses_to_construct_inconsistently(kwargs, exc, message):
+    args = {"dim": 8, "rotary_dim": 8, "base": 1e4, "rope_type": "default"}
+    args["inv_freq"] = inv_freq(8, 1e4)
+    with pytest.raises(exc, match=message):
+        RopeSpec(**{**args, **kwargs})
+
+
+def test_spec_admits_float32_stored_frequencies_and_keys_group_equal_specs():
+    f32 = inv_freq(128, 1e4).astype(np.float32).astype(np.float64)
+    assert np.max(np.abs(f32 / inv_freq(128, 1e4) - 1)) < INV_FREQ_AGREEMENT
+    spec = RopeSpec(128, 128, 1e4, "default", f32)
+    exact = RopeSpec(128, 128, 1e4, "default", inv_freq(128, 1e4))
+    assert spec.key() != exact.key()  # different float64 tables
+    assert exact.key() == rope_from_config({"head_dim": 128}).key()
+    assert hash(exact.key()) == hash(rope_from_config({"head_dim": 128}).key())
+    interleaved = rope_from_config({"head_dim": 128}, pairing="interleaved")
+    assert interleaved.key() != exact.key()  # same tables, another rotation
+
+
+# ----------------------------------------------------------------- M-RoPE
+
+
+QWEN2_VL = {  # hand-made, Qwen2-VL text keys (legacy type "mrope")
+    "model_type": "qwen2_vl",
+    "hidden_size": 3584,
+    "num_attention_heads": 28,
+    "rope_theta": 1e6,
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+}
+
+
+def test_mrope_configs_are_read_and_text_positions_reduce_to_1d_rope():
+    spec = rope_from_config(QWEN2_VL)
+    assert (spec.mrope_section, spec.mrope_layout, spec.rope_type) == (
+        (16, 24, 24),
+        "blocked",
+        "default",
+    )
+    assert any("'mrope' read as 'default'" in n for n in spec.notes)
+    p = np.arange(0, 5000, 37)
+    ids = np.stack([p, p, p])
+    for s in (spec, rope_from_config({**QWEN2_VL, "model_type": "qwen3_vl_text"})):
+        c3, s3 = s.mrope_cos_sin(ids)
+        c1, s1 = s.cos_sin(p)
+        np.testing.assert_array_equal(c3, c1)
+        np.testing.assert_array_equal(s3, s1)
+    qwen3 = rope_from_config({**QWEN2_VL, "model_type": "qwen3_vl_text"})
+    assert qwen3.mrope_layout == "interleaved"  # Qwen3-VL's code, whatever the flag says
+    grid = np.stack([p, p // 2, p // 3])
+    np.testing.assert_array_equal(
+        qwen3.mrope_cos_sin(grid)[0],
+        mrope_cos_sin(grid, qwen3.inv_freq, (16, 24, 24), layout="interleaved")[0],
+    )
+
+
+def test_mrope_5x_keys_and_unknown_family_flag():
+    cfg = {  # hand-made, 5.x form of an unknown VLM
+        "model_type": "some_vlm",
+        "head_dim": 16,
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 1e4,
+            "mrope_section": [2, 3, 3],
+            "mrope_interleaved": True,
+        },
+    }
+    spec = rope_from_config(cfg)
+    assert spec.mrope_section == (2, 3, 3) and spec.mrope_layout == "interleaved"
+    assert (
+        rope_from_config(QWEN2_VL).key() != rope_from_config({**QWEN2_VL, "rope_scaling": {}}).key()
+    )
+
+
+@pytest.mark.parametrize(
+    ("section", "exc", "message"),
+    [
+        (["16", 24, 24], TypeError, r"mrope_section\[0\] must be an integer, got str"),
+        ([16.5, 24, 23.5], TypeError, r"mrope_section\[0\] must be an integer, got float"),
+        ([True, 24, 24], TypeError, r"mrope_section\[0\] must be an integer, got a boolean"),
+        ([16, 24], ValueError, "must have 3 entries"),
+        ([16, 24, 25], ValueError, "must sum to the rotary pairs 64"),
+        ("16,24,24", TypeError, "must be a list of 3 integers"),
+    ],
+)
+def test_bad_mrope_sections_are_refused(section, exc, message):
+    cfg = {**QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": section}}
+    with pytest.raises(exc, match=message):
+        rope_from_config(cfg)
+
+
+# ----------------------------------------------------------------- refusal policy
 
 BASE = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 8192}
 
@@ -167,7 +321,7 @@ def _cfg(rope, **top):
         (
             _cfg({"rope_type": "yarn", "factor": 4.0}),
             ValueError,
-            "needs config keys \\['original_max_position_embeddings'\\].*silently",
+            r"needs config keys \['original_max_position_embeddings'\].*silently",
         ),
         (
             _cfg(
@@ -176,11 +330,6 @@ def _cfg(rope, **top):
             ),
             ValueError,
             "original_max_position_embeddings twice with different values",
-        ),
-        (
-            _cfg({"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4096}),
-            ValueError,
-            "transformers 5.x ignores the former",
         ),
         (
             _cfg(
@@ -192,7 +341,7 @@ def _cfg(rope, **top):
                 }
             ),
             ValueError,
-            "beta_fast=0 is silently replaced by 32",
+            "beta_fast=0 is undefined.*silently replaced by 32 in transformers",
         ),
         (
             _cfg(
@@ -200,22 +349,29 @@ def _cfg(rope, **top):
                     "rope_type": "yarn",
                     "factor": 4.0,
                     "original_max_position_embeddings": 2048,
-                    "attn_factor": 1.0,
+                    "mscale": -1.0,
+                    "mscale_all_dim": 1.0,
                 }
             ),
             ValueError,
-            "\\['attn_factor'\\] are not used by rope_type 'yarn'",
+            "rope_type 'yarn'.*mscale must be >= 0",
         ),
         (
             _cfg({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 2048}),
             ValueError,
-            "needs config keys \\['low_freq_factor', 'high_freq_factor'\\]",
+            r"needs config keys \['low_freq_factor', 'high_freq_factor'\]",
         ),
-        (_cfg({"rope_type": "mrope"}), ValueError, "unknown rope_type 'mrope'.*knows: default"),
-        (_cfg({"rope_type": "ntk", "factor": 2.0}), ValueError, "static NTK-aware"),
+        (_cfg({"rope_type": "dynamic"}), ValueError, r"needs config keys \['factor'\]"),
+        (
+            {"head_dim": 8, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+            ValueError,
+            r"needs config keys \['max_position_embeddings'\]",
+        ),
+        (_cfg({"rope_type": "cubic"}), ValueError, "unknown rope_type 'cubic'; refimpl knows"),
         (_cfg({"rope_type": "yarn", "type": "linear"}), ValueError, "rope_type='yarn' and type="),
         (_cfg({"rope_type": "linear", "factor": 0.5}), ValueError, "factor must be >= 1"),
-        (_cfg({"rope_type": "linear", "factor": "2"}), TypeError, "factor must be a number"),
+        (_cfg({"rope_type": "linear", "factor": "2"}), TypeError, "factor must be a real number"),
+        (_cfg({"rope_type": "linear", "factor": True}), TypeError, "got bool True"),
         (
             _cfg(
                 {
@@ -232,18 +388,13 @@ def _cfg(rope, **top):
             _cfg(
                 {
                     "rope_type": "longrope",
-                    "short_factor": ["a"] * 4,
-                    "long_factor": [1.0] * 4,
-                    "original_max_position_embeddings": 4096,
+                    "short_factor": [1.0] * 8,
+                    "long_factor": [1.0] * 8,
+                    "original_max_position_embeddings": True,
                 }
             ),
             TypeError,
-            "short_factor must contain only numbers",
-        ),
-        (
-            {**BASE, "model_type": "llama", "partial_rotary_factor": 0.5},
-            ValueError,
-            "llama config with partial_rotary_factor",
+            "original_max_position_embeddings must be an integer, got a boolean",
         ),
         ({"hidden_size": 100, "num_attention_heads": 3}, ValueError, "not divisible"),
         ({"rope_theta": 1e4}, ValueError, "needs head_dim, or hidden_size"),
@@ -251,7 +402,7 @@ def _cfg(rope, **top):
         (
             {"head_dim": 8, "rope_theta": 1e4, "rope_parameters": {"rope_theta": 5e5}},
             ValueError,
-            "the base \\(rope_theta\\) twice",
+            r"the base \(rope_theta\) twice",
         ),
         (
             {
@@ -263,20 +414,68 @@ def _cfg(rope, **top):
             "both rope_scaling and rope_parameters and they disagree",
         ),
         ({"head_dim": 8, "rope_scaling": [1, 2]}, TypeError, "rope_scaling must be an object"),
+        ({"head_dim": float("inf")}, ValueError, "config key head_dim must be an integer, got inf"),
+        ({"head_dim": float("nan")}, ValueError, "config key head_dim must be an integer, got nan"),
+        ({"head_dim": True}, TypeError, "head_dim must be an integer, got a boolean"),
+        (
+            {"head_dim": 8, "max_position_embeddings": float("inf")},
+            ValueError,
+            "config key max_position_embeddings must be an integer, got inf",
+        ),
+        (
+            {"head_dim": 8, "max_position_embeddings": 2**40},
+            ValueError,
+            "max_position_embeddings must be at most",
+        ),
+        ({"text_config": 5}, TypeError, "config key text_config must be an object, got 5"),
+        ({"head_dim": 8, "rope_theta": "1e4"}, TypeError, "rope_theta must be a real number"),
         (3.5, TypeError, "config must be a dict"),
         ("/no/such/file.json", ValueError, "no such file"),
     ],
 )
-def test_bad_or_misread_configs_raise(config, exc, message):
+def test_refused_configs_name_the_key_and_the_rule(config, exc, message):
     with pytest.raises(exc, match=message):
         rope_from_config(config)
 
 
+def test_keys_transformers_ignores_become_notes():
+    yarn = _cfg(
+        {
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 2048,
+            "attn_factor": 1.0,
+        }
+    )
+    spec = rope_from_config(yarn)
+    assert any("attn_factor=1.0 is not used by rope_type 'yarn'" in n for n in spec.notes)
+    dyn = _cfg({"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4096})
+    spec = rope_from_config(dyn)
+    assert spec.params["max_position"] == 8192  # transformers scales from max_position_embeddings
+    assert any("original_max_position_embeddings=4096 is not used" in n for n in spec.notes)
+
+
+def test_notes_never_claim_transformers_ignores_a_key_it_uses():
+    cfg = {  # hand-made, Ministral 3 keys
+        "model_type": "ministral3",
+        "head_dim": 8,
+        "rope_parameters": {
+            "rope_type": "default",
+            "llama_4_scaling_beta": 0.1,
+            "original_max_position_embeddings": 16384,
+        },
+    }
+    spec = rope_from_config(cfg)
+    assert not any("llama_4_scaling_beta" in n for n in spec.notes)
+
+
 def test_positions_beyond_seq_len_are_rejected_for_length_dependent_types():
     dyn = _cfg({"rope_type": "dynamic", "factor": 2.0})
-    with pytest.raises(ValueError, match="build it with rope_from_config\\(config, seq_len="):
+    with pytest.raises(ValueError, match=r"build it with rope_from_config\(config, seq_len="):
         rope_from_config(dyn).cos_sin([9000])
     rope_from_config(dyn, seq_len=9001).cos_sin([9000])
+    with pytest.raises(ValueError, match="seq_len must be at most"):
+        rope_from_config(dyn, seq_len=2**40)
 
 
 def test_documented_choices_are_recorded_in_notes():
@@ -298,6 +497,9 @@ def test_documented_choices_are_recorded_in_notes():
     assert spec.dim == 16 and any("head_dim is null" in n for n in spec.notes)
 
 
+# ----------------------------------------------------------------- hostile files
+
+
 def test_bad_file_contents(tmp_path):
     p = tmp_path / "c.json"
     p.write_text("[1, 2]")
@@ -308,3 +510,38 @@ def test_bad_file_contents(tmp_path):
         rope_from_config(p)
     with pytest.raises(ValueError, match="precision must be one of"):
         rope_from_config({"head_dim": 8}).cos_sin([0], precision="float16")
+
+
+def test_duplicate_keys_are_refused_naming_the_key(tmp_path):
+    p = tmp_path / "dup.json"
+    p.write_text('{"head_dim": 8, "rope_theta": 1e4, "rope_theta": 5e5}')
+    with pytest.raises(ValueError, match=f"{p}: duplicate key 'rope_theta'"):
+        load_config(p)
+    p.write_text('{"head_dim": 8, "rope_scaling": {"factor": 2, "factor": 4}}')
+    with pytest.raises(ValueError, match="duplicate key 'factor'"):
+        load_config(p)
+
+
+def test_non_utf8_binary_and_deeply_nested_files_name_the_file(tmp_path):
+    p = tmp_path / "latin1.json"
+    p.write_bytes('{"name": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(ValueError, match=f"{p} is not UTF-8 text"):
+        load_config(p)
+    b = tmp_path / "weights.bin"
+    b.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(ValueError, match=f"{b} is not UTF-8 text"):
+        load_config(b)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=f"{deep} nests JSON too deeply"):
+        load_config(deep)
+
+
+@pytest.mark.parametrize("literal", ["Infinity", "1e400", "NaN", "-Infinity"])
+def test_non_finite_json_numbers_are_refused(tmp_path, literal):
+    for key in ("head_dim", "max_position_embeddings"):
+        p = tmp_path / "c.json"
+        other = "max_position_embeddings" if key == "head_dim" else "head_dim"
+        p.write_text(f'{{"{other}": 8, "{key}": {literal}}}')
+        with pytest.raises(ValueError, match=f"config key {key} must be an integer"):
+            rope_from_config(p)

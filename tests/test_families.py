@@ -1,0 +1,470 @@
+"""Model-family rules: rotary width, pairing and output order, per-layer rules, query scaling.
+
+Every config here is hand-made (written for the test, with the keys of the family's released
+configs and transformers' config classes); real released configs are tested in
+tests/parity/. The expected rotations are NumPy transcriptions of the families' own
+functions in transformers 5.24 (``models/<family>/modeling_<family>.py``), named in each test.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from refimpl.config import rope_from_config, rope_schedule
+from refimpl.families import FAMILIES, LayerPlan, QueryScaling, family_for, query_scaling
+from refimpl.rotary import inv_freq
+
+RNG = np.random.default_rng(0)
+
+# --------------------------------------------------------------------------- widths
+
+
+def test_mla_width_is_qk_rope_head_dim_not_hidden_over_heads():
+    cfg = {  # hand-made, DeepSeek-V3 shapes
+        "model_type": "deepseek_v3",
+        "hidden_size": 7168,
+        "num_attention_heads": 128,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "rope_theta": 10000.0,
+    }
+    spec = rope_from_config(cfg)
+    assert 7168 // 128 == 56  # what the generic reading would take
+    assert spec.dim == spec.rotary_dim == 64
+    np.testing.assert_array_equal(spec.inv_freq, inv_freq(64, 1e4))
+    with pytest.raises(ValueError, match="needs config key qk_rope_head_dim"):
+        rope_from_config({"model_type": "deepseek_v2", "head_dim": 64})
+
+
+def test_gptj_width_from_rotary_dim_of_n_embd_over_n_head():
+    cfg = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64}  # hand-made
+    spec = rope_from_config(cfg)
+    assert (spec.dim, spec.rotary_dim, spec.pairing) == (256, 64, "interleaved")
+    assert spec.base == 10000.0 and any("fixed in the model code" in n for n in spec.notes)
+    default = rope_from_config({"model_type": "codegen", "n_embd": 1024, "n_head": 16})
+    assert default.rotary_dim == 64 and any("GPTJConfig's default" in n for n in default.notes)
+    with pytest.raises(ValueError, match="rotary_dim is null"):
+        rope_from_config({"model_type": "gptj", "n_embd": 1024, "n_head": 16, "rotary_dim": None})
+
+
+def test_rotary_dim_and_partial_must_agree():
+    cfg = {"model_type": "minimax_m2", "head_dim": 128, "rotary_dim": 64}  # hand-made
+    assert rope_from_config(cfg).rotary_dim == 64
+    assert rope_from_config({**cfg, "partial_rotary_factor": 0.5}).rotary_dim == 64
+    with pytest.raises(ValueError, match=r"rotary_dim=64 and partial_rotary_factor=0\.25"):
+        rope_from_config({**cfg, "partial_rotary_factor": 0.25})
+
+
+@pytest.mark.parametrize(
+    ("model_type", "rotary"),
+    [("glm", 64), ("glm4", 64), ("phi", 64), ("stablelm", 32), ("qwen3_next", 32)],
+)
+def test_family_default_partial_factor_when_config_omits_it(model_type, rotary):
+    spec = rope_from_config({"model_type": model_type, "head_dim": 128})  # hand-made
+    assert spec.rotary_dim == rotary
+    assert any("config default in transformers" in n for n in spec.notes)
+    explicit = rope_from_config(
+        {"model_type": model_type, "head_dim": 128, "partial_rotary_factor": 1.0}
+    )
+    assert explicit.rotary_dim == 128  # an explicit config value wins
+
+
+def test_chatglm_rotates_half_of_kv_channels_with_rope_ratio():
+    cfg = {"model_type": "chatglm", "kv_channels": 128, "rope_ratio": 50}  # hand-made
+    spec = rope_from_config(cfg)
+    assert (spec.dim, spec.rotary_dim, spec.pairing, spec.base) == (128, 64, "interleaved", 5e5)
+
+
+def test_families_that_ignore_partial_factor():
+    cfg = {"model_type": "llama", "head_dim": 64, "partial_rotary_factor": 0.5}  # hand-made
+    spec = rope_from_config(cfg)
+    assert spec.rotary_dim == 64 and any("is ignored" in n for n in spec.notes)
+    scaled = {**cfg, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+    with pytest.raises(ValueError, match=r"rotate_half turns the whole head.*cannot run"):
+        rope_from_config(scaled)
+
+
+def test_gguf_architecture_names_are_aliases():
+    for arch, name in [
+        ("deepseek2", "deepseek_v2"),
+        ("qwen2", "llama"),
+        ("gemma3", "gemma3"),
+        ("llama4", "llama4"),
+        ("command-r", "cohere"),
+        ("qwen3next", "qwen3_next"),
+    ]:
+        assert family_for(arch).name == name
+    assert family_for("no_such_model") is None
+    with pytest.raises(TypeError, match="model_type must be a string"):
+        family_for(3)
+    assert all(FAMILIES[m] is fam for fam in set(FAMILIES.values()) for m in fam.model_types)
+
+
+# --------------------------------------------------------------------------- pairing, order
+
+
+def _glm_apply(x, cos_half, sin_half, rotary_dim):
+    """transformers models/glm/modeling_glm.py apply_rotary_pos_emb (one tensor)."""
+    c = np.repeat(cos_half, 2, axis=-1)
+    s = np.repeat(sin_half, 2, axis=-1)
+    rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
+    x1, x2 = rot[..., 0::2], rot[..., 1::2]
+    rotate_half = np.stack([-x2, x1], axis=-1).reshape(rot.shape)
+    return np.concatenate([rot * c + rotate_half * s, rest], axis=-1)
+
+
+def _deepseek_interleave(x, cos_half, sin_half):
+    """transformers models/deepseek_v3/modeling_deepseek_v3.py apply_rotary_pos_emb_interleave."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return np.concatenate([x1 * cos_half - x2 * sin_half, x2 * cos_half + x1 * sin_half], -1)
+
+
+def _half(x, cos_half, sin_half):
+    """rotate_half form (Llama): pairs (i, i + d/2)."""
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return np.concatenate([x1 * cos_half - x2 * sin_half, x2 * cos_half + x1 * sin_half], -1)
+
+
+def test_glm_adjacent_pairs_inside_the_leading_slice():
+    spec = rope_from_config({"model_type": "glm", "head_dim": 32, "rope_theta": 1e4})
+    pos = np.arange(7)
+    x = RNG.standard_normal((2, 7, 32))
+    c, s = spec.cos_sin(pos)
+    np.testing.assert_allclose(spec.apply(x, pos), _glm_apply(x, c, s, 16), rtol=1e-13, atol=1e-15)
+
+
+def test_mla_rope_interleave_reads_pairs_and_writes_half_order():
+    cfg = {"model_type": "deepseek_v3", "qk_rope_head_dim": 16, "qk_nope_head_dim": 32}
+    spec = rope_from_config(cfg)  # hand-made; rope_interleave defaults to true
+    assert (spec.pairing, spec.output_order) == ("interleaved", "half")
+    pos = np.arange(9)
+    x = RNG.standard_normal((3, 9, 16))
+    c, s = spec.cos_sin(pos)
+    np.testing.assert_allclose(spec.apply(x, pos), _deepseek_interleave(x, c, s), rtol=1e-13)
+    y32 = spec.apply(x.astype(np.float32), pos, precision="transformers-float32")
+    np.testing.assert_allclose(y32, _deepseek_interleave(x, c, s), atol=1e-5)
+    flat = rope_from_config({**cfg, "rope_interleave": False})
+    assert (flat.pairing, flat.output_order) == ("half", "same")
+    np.testing.assert_allclose(flat.apply(x, pos), _half(x, c, s), rtol=1e-13)
+    with pytest.raises(TypeError, match="rope_interleave must be a boolean"):
+        rope_from_config({**cfg, "rope_interleave": "yes"})
+
+
+def test_deepseek_v2_complex_form_keeps_the_order():
+    cfg = {"model_type": "deepseek_v2", "qk_rope_head_dim": 8, "qk_nope_head_dim": 8}
+    spec = rope_from_config(cfg)  # hand-made
+    pos = np.arange(5)
+    x = RNG.standard_normal((5, 8))
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * np.outer(pos, spec.inv_freq))
+    want = np.stack([z.real, z.imag], -1).reshape(x.shape)  # view_as_real(...).flatten
+    assert spec.output_order == "same"
+    np.testing.assert_allclose(spec.apply(x, pos), want, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "model_type", ["cohere", "cohere2", "llama4_text", "ernie4_5", "gptj", "glm4v_text"]
+)
+def test_interleaved_families(model_type):
+    cfg = {"model_type": model_type, "head_dim": 128, "n_embd": 256, "n_head": 2}  # hand-made
+    spec = rope_from_config(cfg)
+    assert spec.pairing == "interleaved" and spec.output_order == "same"
+
+
+def test_explicit_pairing_wins_and_unknown_types_keep_the_generic_reading():
+    spec = rope_from_config({"model_type": "cohere", "head_dim": 8}, pairing="half")
+    assert spec.pairing == "half"
+    other = rope_from_config({"model_type": "brand_new", "head_dim": 8})
+    assert other.pairing == "half" and any(
+        "not in refimpl's family table" in n for n in other.notes
+    )
+
+
+def test_deepseek_v4_trailing_slice_main_and_compress():
+    cfg = {  # hand-made, DeepSeek-V4 nested form
+        "model_type": "deepseek_v4",
+        "head_dim": 32,
+        "layer_types": ["sliding_attention", "compressed_sparse_attention"],
+        "rope_parameters": {
+            "main": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.25},
+            "compress": {
+                "rope_type": "default",
+                "rope_theta": 1.6e5,
+                "partial_rotary_factor": 0.25,
+            },
+        },
+    }
+    sched = rope_schedule(cfg)
+    assert [layer.spec.base for layer in sched] == [1e4, 1.6e5]
+    spec = sched[0].spec
+    assert (spec.rotary_offset, spec.rotary_dim, spec.pairing) == (24, 8, "interleaved")
+    x = RNG.standard_normal((4, 32))
+    pos = np.arange(4)
+    c, s = spec.cos_sin(pos)
+    want = np.concatenate([x[:, :24], _glm_apply(x[:, 24:], c, s, 8)], -1)
+    np.testing.assert_allclose(spec.apply(x, pos), want, rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match="nested rope_parameters form only"):
+        rope_schedule({"model_type": "deepseek_v4", "head_dim": 32, "num_hidden_layers": 2})
+
+
+# --------------------------------------------------------------------------- layers
+
+
+GEMMA3_4X = {  # hand-made, Gemma 3 4.x keys
+    "model_type": "gemma3_text",
+    "head_dim": 16,
+    "num_hidden_layers": 12,
+    "rope_theta": 1e6,
+    "rope_local_base_freq": 1e4,
+    "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+    "sliding_window_pattern": 6,
+}
+
+
+def test_gemma3_4x_local_base_and_global_scaling():
+    sched = rope_schedule(GEMMA3_4X)
+    types = [layer.layer_type for layer in sched]
+    assert types == (["sliding_attention"] * 5 + ["full_attention"]) * 2
+    local, glob = sched[0].spec, sched[5].spec
+    assert (local.rope_type, local.base) == ("default", 1e4)
+    assert (glob.rope_type, glob.base, glob.params["factor"]) == ("linear", 1e6, 8.0)
+    np.testing.assert_allclose(glob.inv_freq, inv_freq(16, 1e6) / 8)
+    assert list(sched.groups().values()) == [[0, 1, 2, 3, 4, 6, 7, 8, 9, 10], [5, 11]]
+    assert rope_from_config(GEMMA3_4X, layer_type="sliding_attention").base == 1e4
+    with pytest.raises(ValueError, match="the layers' ropes differ"):
+        rope_from_config(GEMMA3_4X)
+
+
+def test_gemma3_defaults_and_5x_form_agree():
+    bare = {k: v for k, v in GEMMA3_4X.items() if k not in ("rope_theta", "rope_local_base_freq")}
+    sched = rope_schedule(bare)
+    assert (sched[0].spec.base, sched[5].spec.base) == (1e4, 1e6)
+    assert any("sliding layers use base 1e4" in n for n in sched[0].spec.notes)
+    nested = {
+        "model_type": "gemma3_text",
+        "head_dim": 16,
+        "num_hidden_layers": 12,
+        "rope_parameters": {
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        },
+    }
+    a, b = rope_schedule(nested), rope_schedule(GEMMA3_4X)
+    assert [x.spec.key() for x in a] == [x.spec.key() for x in b]
+
+
+def test_gemma2_alternates_layer_types_with_one_rope():
+    sched = rope_schedule({"model_type": "gemma2", "head_dim": 8, "num_hidden_layers": 4})
+    assert [x.layer_type for x in sched] == ["sliding_attention", "full_attention"] * 2
+    assert len(sched.groups()) == 1
+
+
+def test_gemma4_wider_full_heads_and_proportional_rope():
+    cfg = {  # hand-made, Gemma 4 text keys
+        "model_type": "gemma4_text",
+        "head_dim": 16,
+        "global_head_dim": 32,
+        "num_hidden_layers": 7,
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+            "full_attention": {
+                "rope_type": "proportional",
+                "partial_rotary_factor": 0.25,
+                "rope_theta": 1e6,
+            },
+        },
+    }
+    sched = rope_schedule(cfg)
+    types = [x.layer_type for x in sched]
+    assert types[5] == types[6] == "full_attention"  # the last layer is forced global
+    local, glob = sched[0].spec, sched[5].spec
+    assert (local.dim, local.rotary_dim) == (16, 16)
+    assert (glob.dim, glob.rotary_dim, glob.rope_type) == (32, 32, "proportional")
+    want = np.concatenate([inv_freq(32, 1e6)[:4], np.zeros(12)])  # exponent over D = 32
+    np.testing.assert_allclose(glob.inv_freq, want, rtol=1e-15)
+    c, s = glob.cos_sin(np.arange(50))
+    assert np.all(c[:, 4:] == 1.0) and np.all(s[:, 4:] == 0.0)  # exact pass-through pairs
+    per_layer = {**cfg, "per_layer_config": {"5": {"head_dim": 64}, "6": {"head_dim": 64}}}
+    assert rope_schedule(per_layer)[6].spec.dim == 64
+
+
+@pytest.mark.parametrize("model_type", ["llama4_text", "smollm3"])
+def test_no_rope_layers_list_and_interval(model_type):
+    base = {"model_type": model_type, "head_dim": 8, "num_hidden_layers": 8}  # hand-made
+    by_interval = rope_schedule(base)
+    assert [x.spec is None for x in by_interval] == [False, False, False, True] * 2
+    listed = rope_schedule({**base, "no_rope_layers": [1, 0, 1, 1, 1, 1, 0, 1]})
+    assert [x.index for x in listed if x.spec is None] == [1, 6]
+    every3 = rope_schedule({**base, "no_rope_layer_interval": 3})
+    assert [x.index for x in every3 if x.spec is None] == [2, 5]
+    with pytest.raises(ValueError, match=r"no_rope_layers\[2\] must be 1 \(RoPE\) or 0"):
+        rope_schedule({**base, "no_rope_layers": [1, 1, 2, 1, 1, 1, 1, 1]})
+    with pytest.raises(ValueError, match="has 2 entries but num_hidden_layers=8"):
+        rope_schedule({**base, "no_rope_layers": [1, 0]})
+
+
+def test_llama4_empty_no_rope_list_falls_back_to_the_interval():
+    cfg = {"model_type": "llama4_text", "head_dim": 8, "num_hidden_layers": 4, "no_rope_layers": []}
+    assert [x.spec is None for x in rope_schedule(cfg)] == [False, False, False, True]
+
+
+def test_cohere2_and_exaone4_full_layers_without_rope():
+    for model_type in ("cohere2", "exaone4"):
+        cfg = {
+            "model_type": model_type,
+            "head_dim": 8,
+            "num_hidden_layers": 8,
+            "sliding_window": 4096,
+        }
+        sched = rope_schedule(cfg)
+        assert [x.index for x in sched if x.spec is None] == [3, 7]
+        assert all(x.layer_type == "full_attention" for x in sched if x.spec is None)
+    no_window = {
+        "model_type": "exaone4",
+        "head_dim": 8,
+        "num_hidden_layers": 4,
+        "sliding_window": None,
+    }
+    assert all(x.spec is not None for x in rope_schedule(no_window))
+    cohere = {
+        "model_type": "cohere2",
+        "head_dim": 8,
+        "num_hidden_layers": 4,
+        "sliding_window": None,
+    }
+    sched = rope_schedule(cohere)
+    assert all(x.spec is None for x in sched) and any(
+        "no layer applies RoPE" in n for n in sched.notes
+    )
+
+
+def test_qwen3_next_linear_attention_layers_have_no_rope():
+    cfg = {"model_type": "qwen3_next", "head_dim": 32, "num_hidden_layers": 8}  # hand-made
+    sched = rope_schedule(cfg)
+    assert [x.layer_type for x in sched][:4] == ["linear_attention"] * 3 + ["full_attention"]
+    assert [x.index for x in sched if x.spec is not None] == [3, 7]
+    assert sched[3].spec.rotary_dim == 8  # partial_rotary_factor 0.25 by default
+    explicit = rope_schedule({**cfg, "layer_types": ["full_attention"] * 8})
+    assert all(x.spec is not None for x in explicit)
+    with pytest.raises(ValueError, match="layer_types has 3 entries"):
+        rope_schedule({**cfg, "layer_types": ["full_attention"] * 3})
+
+
+# --------------------------------------------------------------------------- query scaling
+
+
+def test_llama4_temperature_on_nope_layers():
+    cfg = {"model_type": "llama4_text", "head_dim": 8, "num_hidden_layers": 4}  # hand-made
+    sched = rope_schedule(cfg)
+    assert [x.query_scaling is None for x in sched] == [True, True, True, False]
+    q = sched[3].query_scaling
+    assert q.kind == "llama4_temperature" and q.softmax_scale == 1.0
+    pos = np.array([0, 8190, 8191, 3 * 8192 - 1])
+    want = [1 + 0.1 * math.log(math.floor((p + 1) / 8192) + 1) for p in pos]
+    np.testing.assert_allclose(q(pos), want, rtol=1e-15)
+    off = rope_schedule({**cfg, "attn_temperature_tuning": False})
+    assert all(x.query_scaling is None for x in off)
+    tuned = rope_schedule({**cfg, "floor_scale": 100, "attn_scale": 0.5})[3].query_scaling
+    assert tuned(np.array([199]))[0] == pytest.approx(1 + 0.5 * math.log(3))
+
+
+def test_ministral3_llama_4_scaling_beta_scales_queries():
+    cfg = {  # hand-made, Ministral 3 keys
+        "model_type": "ministral3",
+        "head_dim": 8,
+        "num_hidden_layers": 2,
+        "max_position_embeddings": 262144,
+        "rope_parameters": {
+            "rope_type": "yarn",
+            "rope_theta": 1e6,
+            "factor": 16.0,
+            "original_max_position_embeddings": 16384,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+            "llama_4_scaling_beta": 0.1,
+        },
+    }
+    sched = rope_schedule(cfg)
+    q = sched[0].query_scaling
+    assert q.kind == "llama_4_scaling_beta" and sched[0].spec.attention_scaling == 1.0
+    pos = np.array([0, 16383, 16384, 5 * 16384])
+    np.testing.assert_allclose(q(pos), [1 + 0.1 * math.log(1 + p // 16384) for p in pos])
+    missing = {**cfg, "rope_parameters": {**cfg["rope_parameters"]}}
+    del missing["rope_parameters"]["llama_4_scaling_beta"]
+    with pytest.raises(ValueError, match="llama_4_scaling_beta and original_max_position"):
+        rope_schedule(missing)
+    other = rope_schedule({**cfg, "model_type": "mistral"})
+    assert other[0].query_scaling is None
+    assert any("llama_4_scaling_beta is ignored" in n for n in other.notes)
+
+
+@pytest.mark.parametrize(("mscale_all_dim", "factor"), [(1.0, 40.0), (0.707, 40.0), (0.0, 40.0)])
+def test_mla_softmax_scale_is_mscale_squared(mscale_all_dim, factor):
+    rope = {"rope_type": "yarn", "factor": factor, "mscale_all_dim": mscale_all_dim}
+    q = query_scaling(family_for("deepseek_v3"), {}, rope, LayerPlan(0, "a", "a"), [])
+    if mscale_all_dim == 0.0:  # transformers: `if mscale_all_dim:` -> no factor
+        assert q is None
+    else:
+        assert q.softmax_scale == pytest.approx((1 + 0.1 * mscale_all_dim * math.log(factor)) ** 2)
+        np.testing.assert_array_equal(q([0, 5]), [1.0, 1.0])
+    unscaled = {"rope_type": "default", "mscale_all_dim": 1.0}
+    assert (
+        query_scaling(family_for("deepseek_v3"), {}, unscaled, LayerPlan(0, "a", "a"), []) is None
+    )
+
+
+def test_query_scaling_record_validates():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        QueryScaling("cube", {})
+    with pytest.raises(ValueError, match="takes params"):
+        QueryScaling("llama4_temperature", {"floor_scale": 8192})
+    with pytest.raises(ValueError, match="softmax_scale must be positive"):
+        QueryScaling("softmax_scale", {}, -1.0)
+    with pytest.raises(TypeError, match="must be a real number"):
+        QueryScaling("llama_4_scaling_beta", {"beta": "0.1", "original_max_position": 10})
+    q = QueryScaling("softmax_scale", {}, 2.0)
+    assert hash(q) == hash(QueryScaling("softmax_scale", {}, 2.0)) and "x2" in q.describe()
+
+
+# --------------------------------------------------------------------------- scaling rules
+
+
+def test_hunyuan_dynamic_alpha_is_the_static_ntk_alpha_base():
+    cfg = {  # hand-made, HunYuan keys
+        "model_type": "hunyuan_v1_dense",
+        "head_dim": 128,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1e4,
+        "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0},
+    }
+    spec = rope_from_config(cfg)
+    assert spec.rope_type == "ntk_alpha"
+    np.testing.assert_allclose(
+        spec.inv_freq, inv_freq(128, 1e4 * 1000.0 ** (128 / 126)), rtol=1e-14
+    )
+    assert any("factor=1.0 is not used" in n for n in spec.notes)
+    plain = rope_from_config({**cfg, "model_type": "llama"})  # other families: dynamic NTK
+    assert plain.rope_type == "dynamic" and any(
+        "alpha=1000.0 is not used" in n for n in plain.notes
+    )
+
+
+def test_llama4_scout_equal_band_factors_are_accepted():
+    cfg = {  # hand-made, Llama 4 Scout rope keys
+        "model_type": "llama4_text",
+        "head_dim": 128,
+        "num_hidden_layers": 4,
+        "rope_theta": 5e5,
+        "rope_scaling": {
+            "rope_type": "llama3",
+            "factor": 16.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 1.0,
+            "original_max_position_embeddings": 8192,
+        },
+    }
+    spec = rope_schedule(cfg)[0].spec
+    theta = inv_freq(128, 5e5)
+    want = np.where(2 * np.pi / theta > 8192, theta / 16, theta)  # the step
+    np.testing.assert_allclose(spec.inv_freq, want, rtol=1e-15)
