@@ -874,11 +874,17 @@ def _ratio_notes(method, params: dict, max_pos, notes: list) -> None:
     """Notes on choices transformers makes that a reader may not expect."""
     factor, orig = params.get("factor"), params.get("original_max_position")
     if factor is not None and orig is not None and max_pos is not None:
-        if max_pos / orig not in (1.0, factor) and "short_factor" not in params:
+        if max_pos / orig not in (1.0, factor):
             notes.append(
                 f"factor {factor:g} differs from max_position_embeddings / original = "
-                f"{max_pos / orig:g}; the explicit factor is used (as transformers does)"
+                f"{max_pos / orig:g}; the explicit factor is used (as transformers 5.x does)"
             )
+            if "short_factor" in params and "attention_factor" not in params:
+                notes.append(
+                    "transformers 4.x (to 4.57) replaced a LongRoPE factor by "
+                    "max_position_embeddings / original when original_max_position_embeddings "
+                    "is at the top level: its attention factor differs, not its frequencies"
+                )
     if "mscale" in method.parameters and "attention_factor" not in params:
         m, m_all = params.get("mscale"), params.get("mscale_all_dim")
         if (m is None) != (m_all is None) or (m is not None and not (m and m_all)):
