@@ -1734,6 +1734,7 @@ def _analyse(pos, R, exp: _Expected, d: int, tol: float, floor: float, findings:
     )
     errors += prec
     base, scaling, params = _reported_profile(rd, exp, matched)
+    origin = 0 if matched else rd.profile.index_origin  # the expectation counts pairs from 0
     ok = not errors
     if ok:
         what = f"{pairing} pairing, base {_fmt(base)}"
@@ -1754,7 +1755,7 @@ def _analyse(pos, R, exp: _Expected, d: int, tol: float, floor: float, findings:
         direction=ang.direction,
         base=base,
         inv_freq=ang.theta.copy(),
-        index_origin=rd.profile.index_origin,
+        index_origin=origin,
         scaling=scaling,
         scaling_params=params,
         attention_scaling=ang.scale,

@@ -38,8 +38,11 @@ def rotate(x, angles, *, pairing="half", scale=1.0):
     x = np.asarray(x, dtype=np.float64)
     out = x.copy()
     d = x.shape[-1]
-    a, b = (np.arange(d // 2), np.arange(d // 2, d)) if pairing == "half" else (
-        np.arange(0, d, 2), np.arange(1, d, 2))  # fmt: skip
+    a, b = (
+        (np.arange(d // 2), np.arange(d // 2, d))
+        if pairing == "half"
+        else (np.arange(0, d, 2), np.arange(1, d, 2))
+    )
     c, s = scale * np.cos(angles), scale * np.sin(angles)
     out[:, a] = x[:, a] * c - x[:, b] * s
     out[:, b] = x[:, b] * c + x[:, a] * s
@@ -86,8 +89,14 @@ def test_output_permuted_interleaved_is_a_permuted_correct_rope():
 
 def test_output_order_judged_against_an_expected_spec():
     th = geometric(64, 1e4)
-    spec = types.SimpleNamespace(dim=64, rotary_dim=64, inv_freq=th, pairing="interleaved",
-                                 attention_scaling=1.0, output_order="half")  # fmt: skip
+    spec = types.SimpleNamespace(
+        dim=64,
+        rotary_dim=64,
+        inv_freq=th,
+        pairing="interleaved",
+        attention_scaling=1.0,
+        output_order="half",
+    )
     assert check_rope(deepseek_rope_interleave, dim=64, expected=spec).ok
     plain = lambda x, p: refimpl.apply_rope(x, p, pairing="interleaved")  # noqa: E731
     rep = check_rope(plain, dim=64, expected=spec)
@@ -107,10 +116,15 @@ def test_a_swap_inside_a_pair_is_a_reflection_not_a_permutation():
 
 def test_gpt_oss_yarn_blind_base_150000_truncate_false():
     cfg, base, rope = _rope_fields("gpt-oss-20b.json")
-    res = ROPE_SCALINGS["yarn"](dim=cfg["head_dim"], base=base, factor=rope["factor"],
-                                original_max_position=rope["original_max_position_embeddings"],
-                                beta_fast=rope["beta_fast"], beta_slow=rope["beta_slow"],
-                                truncate=rope["truncate"])  # fmt: skip
+    res = ROPE_SCALINGS["yarn"](
+        dim=cfg["head_dim"],
+        base=base,
+        factor=rope["factor"],
+        original_max_position=rope["original_max_position_embeddings"],
+        beta_fast=rope["beta_fast"],
+        beta_slow=rope["beta_slow"],
+        truncate=rope["truncate"],
+    )
     fn = with_freqs(res.inv_freq, res.attention_scaling)
     rep = check_rope(fn, dim=64)
     assert rep.ok, str(rep)
@@ -139,9 +153,14 @@ def test_llama4_scout_equal_band_factors_step_blind():
 
 def _deepseek_v3():
     cfg, base, rope = _rope_fields("deepseek-v3.handmade.json")
-    kw = dict(dim=cfg["qk_rope_head_dim"], base=base, factor=rope["factor"],
-              original_max_position=rope["original_max_position_embeddings"],
-              beta_fast=rope["beta_fast"], beta_slow=rope["beta_slow"])  # fmt: skip
+    kw = dict(
+        dim=cfg["qk_rope_head_dim"],
+        base=base,
+        factor=rope["factor"],
+        original_max_position=rope["original_max_position_embeddings"],
+        beta_fast=rope["beta_fast"],
+        beta_slow=rope["beta_slow"],
+    )
     res = ROPE_SCALINGS["yarn"](**kw, mscale=rope["mscale"], mscale_all_dim=rope["mscale_all_dim"])
     default = ROPE_SCALINGS["yarn"](**kw)  # 0.1 ln(40) + 1 without the mscale fields
     return res, default
@@ -159,9 +178,16 @@ def test_deepseek_v3_blind_reports_measured_scaling_not_missing():
 
 def test_expected_yarn_factor_forgotten_or_doubled_is_caught():
     _, default = _deepseek_v3()
-    spec = types.SimpleNamespace(dim=64, rotary_dim=64, base=1e4, inv_freq=default.inv_freq,
-                                 pairing="half", attention_scaling=default.attention_scaling,
-                                 rope_type="yarn", params={"factor": 40.0})  # fmt: skip
+    spec = types.SimpleNamespace(
+        dim=64,
+        rotary_dim=64,
+        base=1e4,
+        inv_freq=default.inv_freq,
+        pairing="half",
+        attention_scaling=default.attention_scaling,
+        rope_type="yarn",
+        params={"factor": 40.0},
+    )
     s = default.attention_scaling
     good = check_rope(with_freqs(default.inv_freq, s), dim=64, expected=spec)
     assert good.ok and good.attention_scaling_applied == "once", str(good)
@@ -217,9 +243,16 @@ def test_matched_longrope_spec_gives_consistent_fields():
     rng = np.random.default_rng(3)
     lam = np.sort(rng.uniform(1.0, 20.0, 32))
     th = geometric(64, 1e4) / lam
-    spec = types.SimpleNamespace(dim=64, rotary_dim=64, base=1e4, inv_freq=th, pairing="half",
-                                 attention_scaling=1.19, rope_type="longrope",
-                                 params={"factor": 32.0})  # fmt: skip
+    spec = types.SimpleNamespace(
+        dim=64,
+        rotary_dim=64,
+        base=1e4,
+        inv_freq=th,
+        pairing="half",
+        attention_scaling=1.19,
+        rope_type="longrope",
+        params={"factor": 32.0},
+    )
     rep = check_rope(with_freqs(th, 1.19), dim=64, expected=spec)
     assert rep.ok, str(rep)
     assert rep.scaling == "longrope" and rep.base == 1e4 and rep.scaling_params == {"factor": 32.0}
@@ -229,9 +262,15 @@ def test_matched_longrope_spec_gives_consistent_fields():
 
 def test_linear_factor_mismatch_names_the_factor():
     th = geometric(64, 1e4)
-    spec = types.SimpleNamespace(dim=64, rotary_dim=64, base=1e4, inv_freq=th / 2.0,
-                                 pairing="half", attention_scaling=1.0,
-                                 rope_type="linear")  # fmt: skip
+    spec = types.SimpleNamespace(
+        dim=64,
+        rotary_dim=64,
+        base=1e4,
+        inv_freq=th / 2.0,
+        pairing="half",
+        attention_scaling=1.0,
+        rope_type="linear",
+    )
     rep = check_rope(with_freqs(th / 4.18), dim=64, expected=spec)  # factor 4.18, not 2
     assert not rep.ok and _has(rep, "base 10000 divided by 4.18")
     assert not _has(rep, "2.09")
@@ -270,8 +309,15 @@ def test_proportional_rope_recognised():
     assert rep.pairing == "half" and rep.rotary_dim == d and rep.scaling == "proportional"
     assert rep.base == base and int(np.sum(rep.inv_freq > 0)) == k
     assert _has(rep, "proportional rope")
-    spec = types.SimpleNamespace(dim=d, rotary_dim=d, base=base, inv_freq=th, pairing="half",
-                                 attention_scaling=1.0, rope_type="proportional")  # fmt: skip
+    spec = types.SimpleNamespace(
+        dim=d,
+        rotary_dim=d,
+        base=base,
+        inv_freq=th,
+        pairing="half",
+        attention_scaling=1.0,
+        rope_type="proportional",
+    )
     assert check_rope(with_freqs(th), dim=d, expected=spec).ok
     # the leading-slice partial rotary of the same width is a different function
     partial = lambda x, p: refimpl.apply_rope(x, p, base=base, rotary_dim=2 * k)  # noqa: E731
