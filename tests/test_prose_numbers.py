@@ -13,8 +13,8 @@ What is *not* a claim, and so never listed (the allow-list, kept small on purpos
 * numbers inside math or prose that are **structural**: the integers 0 to 10 (indices, counts
   of things on the page, small dimensions) and powers of two (head widths, lengths, formats'
   bit counts and unit roundoffs such as ``2^{-24}`` are definitions, not measurements);
-* **defined constants** of the conventions: the bases 10000 and 500000 and their powers of
-  ten (``10^4``), written in any of the usual forms;
+* **defined constants** of the conventions: the bases 10000 and 500000 (and their powers of
+  ten, ``10^4``) and YaRN's coefficient 0.1 in ``0.1 ln s + 1``;
 * **references to other text**: equation, figure, theorem, exercise, section, appendix,
   issue and pull-request numbers (``Eq. (12)``, ``Fig. 9``, ``#25199``, ``§3.5``), and
   version numbers (``transformers 5.24``, ``4.57.1``, ``v2``);
@@ -58,7 +58,8 @@ _VERSION = re.compile(
 _YEAR = re.compile(r"\((?:19|20)\d\d[a-z]?\)|\b(?:et al\.?|and others),? (?:19|20)\d\d\b")
 _CITED = re.compile(r"\{cite|\]\(|https?://|benchmarks/|experiments/results/")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?")
-_DEFINED = {10000.0, 500000.0}
+# the default and Llama 3 bases, and the coefficient of YaRN's attention factor 0.1 ln s + 1
+_DEFINED = {10000.0, 500000.0, 0.1}
 
 
 def prose(text: str) -> str:
