@@ -537,14 +537,10 @@ def _mlx_fn(rope, d):
 @pytest.mark.parametrize("traditional", [False, True])
 def test_mlx_fast_rope(traditional):
     mx = pytest.importorskip("mlx.core", reason="mlx not installed (mlx==0.32.4 mlx-cpu)")
-    rope = lambda x, offset: mx.fast.rope(
-        x,
-        64,
-        traditional=traditional,
-        base=1e4,
-        scale=1.0,
-        offset=offset,
-    )
+
+    def rope(x, offset):
+        return mx.fast.rope(x, 64, traditional=traditional, base=1e4, scale=1.0, offset=offset)
+
     pairing = "interleaved" if traditional else "half"
     _both(_mlx_fn(rope, 64), _truth(64, 1e4, _default(64, 1e4), pairing=pairing))
 
