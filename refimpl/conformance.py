@@ -166,7 +166,7 @@ def write_safetensors(path, tensors: Mapping[str, Tensor | np.ndarray], metadata
 def read_safetensors(path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Read a safetensors file written by any implementation: arrays (``BF16`` widened exactly
     to float32) and the metadata."""
-    raw = pathlib.Path(path).read_bytes()
+    raw = bytearray(pathlib.Path(path).read_bytes())  # writable arrays for the caller
     if len(raw) < 8:
         raise ValueError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
     n = int.from_bytes(raw[:8], "little")
@@ -494,7 +494,7 @@ def _write_case(folder: pathlib.Path, case: _Case, spec, dtype: str) -> dict:
             st[key] = npz[key] = t32
             tolerances[cls][name] = key
     base = folder / case.name
-    write_safetensors(base.with_suffix(".safetensors"), st, {"format": FORMAT, "case": case.name})
+    write_safetensors(base.with_suffix(".safetensors"), st, _file_metadata(case, layout))
     _atomic_write(base.with_suffix(".npz"), lambda f: np.savez(f, **npz))
     return {
         "name": case.name,
@@ -508,6 +508,18 @@ def _write_case(folder: pathlib.Path, case: _Case, spec, dtype: str) -> dict:
         "tolerances": tolerances,
         "max_position": int(max(np.max(np.abs(case.m_q)), np.max(np.abs(case.m_k)))),
     }
+
+
+def _file_metadata(case: _Case, layout: Mapping) -> dict[str, str]:
+    """What a kernel needs besides the arrays, as the safetensors header's string metadata
+    (so that a reader in any language needs no manifest parser)."""
+    meta = {"format": FORMAT, "case": case.name, "layout": case.layout, "position_form": case.form}
+    meta.update({k: repr(v) if isinstance(v, float) else str(v) for k, v in layout.items()})
+    if case.strided is not None:
+        meta["q_view_offset"] = str(case.strided["offset"])
+        meta["q_view_shape"] = ",".join(map(str, case.strided["shape"]))
+        meta["q_view_strides"] = ",".join(map(str, case.strided["strides"]))
+    return meta
 
 
 def _config_hash(cfg: Mapping) -> str:
