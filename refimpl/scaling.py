@@ -63,6 +63,7 @@ __all__ = [
     "default_frequencies",
     "dynamic_frequencies",
     "dynamic_ntk_base",
+    "freq_factors_frequencies",
     "linear_frequencies",
     "llama3_frequencies",
     "longrope_attention_scaling",
@@ -72,6 +73,7 @@ __all__ = [
     "ntk_base",
     "ntk_frequencies",
     "proportional_frequencies",
+    "resonance_frequencies",
     "scale_frequencies",
     "transformers_float32_frequencies",
     "yarn_attention_scaling",
@@ -831,6 +833,91 @@ def longrope_frequencies(
     return ScaledFrequencies(new, scale)
 
 
+def freq_factors_frequencies(
+    *, dim: int, base: float = 10000.0, factors, attention_factor: float = 1.0
+) -> ScaledFrequencies:
+    r"""Frequencies divided by one factor per pair (GGUF's ``rope_freqs`` tensor).
+
+    :math:`\theta'_i = b^{-2i/d} / f_i`. This is how llama.cpp stores Llama 3's band scaling
+    (the converter precomputes the factors) and how it applies LongRoPE's factor sets; a GGUF
+    file carries only the factors, not the method that made them.
+
+    Parameters
+    ----------
+    dim : int
+    base : float, default 10000.0
+    factors : sequence of float, length dim // 2
+        The divisors :math:`f_i > 0`.
+    attention_factor : float, default 1.0
+        Magnitude multiplied into cos and sin (> 0).
+
+    Returns
+    -------
+    ScaledFrequencies
+
+    Notes
+    -----
+    Book equation ``eq:engines-freq-factors``.
+
+    Examples
+    --------
+    >>> freq_factors_frequencies(dim=4, base=100.0, factors=[1.0, 8.0]).inv_freq
+    array([1.    , 0.0125])
+    """
+    d = check_dim(dim)
+    f = _check_factor_list(factors, "factors", d // 2)
+    scale = check_positive(attention_factor, "attention_factor")
+    return ScaledFrequencies(_default_inv_freq(d, base) / f, scale)  # [eq:engines-freq-factors]
+
+
+def resonance_frequencies(
+    *, dim: int, base: float = 10000.0, original_max_position: int
+) -> ScaledFrequencies:
+    r"""Resonance RoPE: wavelengths shorter than the training length rounded to integers.
+
+    :math:`\lambda_i = 2\pi/\theta_i`; for :math:`\lambda_i < L`,
+    :math:`\theta'_i = 2\pi / \operatorname{round}(\lambda_i)`, otherwise
+    :math:`\theta'_i = \theta_i`. A pair with an integer wavelength repeats its angles exactly
+    every :math:`\lambda_i` tokens, so every angle it takes beyond the training length was
+    already seen in training.
+
+    Parameters
+    ----------
+    dim : int
+    base : float, default 10000.0
+    original_max_position : int
+        :math:`L`, the training length.
+
+    Returns
+    -------
+    ScaledFrequencies
+        Attention factor 1.
+
+    Notes
+    -----
+    Book equation ``eq:resonance``. Ties (a wavelength exactly half-way) round to even, as
+    ``numpy.round`` does.
+
+    References
+    ----------
+    Wang et al., "Resonance RoPE: Improving context length generalization of large language
+    models", 2024.
+
+    Examples
+    --------
+    >>> resonance_frequencies(dim=4, base=100.0, original_max_position=32).inv_freq.round(6)
+    array([1.047198, 0.1     ])
+    """
+    d = check_dim(dim)
+    L = _check_length(original_max_position, "original_max_position")
+    theta = _default_inv_freq(d, base)
+    wavelength = 2.0 * np.pi / theta
+    short = wavelength < L
+    rounded = np.maximum(np.round(wavelength), 1.0)
+    out = np.where(short, 2.0 * np.pi / rounded, theta)  # [eq:resonance]
+    return ScaledFrequencies(out, 1.0)
+
+
 def proportional_frequencies(
     *,
     dim: int,
@@ -1069,6 +1156,22 @@ def _f32_longrope(
     lam32 = np.asarray(long_factor if use_long else short_factor, np.float64).astype(_F32)
     pw = _f32_pow(base, _f32_exponents(dim))
     return (_F32(1.0) / (lam32 * pw).astype(_F32)).astype(_F32)
+
+
+def _f32_freq_factors(*, dim, base=10000.0, factors, **_) -> np.ndarray:
+    """LongRoPE's float32 recipe with one factor set: 1 / (f * b**(2i/d))."""
+    f32 = np.asarray(factors, np.float64).astype(_F32)
+    return (_F32(1.0) / (f32 * _f32_pow(base, _f32_exponents(dim))).astype(_F32)).astype(_F32)
+
+
+def _f32_resonance(*, dim, base=10000.0, original_max_position, **_) -> np.ndarray:
+    """The float64 frequencies rounded once to float32 (no peer computes it in float32)."""
+    exact = resonance_frequencies(dim=dim, base=base, original_max_position=original_max_position)
+    return exact.inv_freq.astype(_F32)
+
+
+def _freq_factors_attention(*, attention_factor=1.0, **_) -> float:
+    return check_positive(attention_factor, "attention_factor")
 
 
 def _f32_proportional(*, dim, base=10000.0, partial_rotary_factor=1.0, factor=1.0) -> np.ndarray:
@@ -1418,6 +1521,27 @@ _RECORDS = (
         "static NTK-aware base b * alpha**(d/(d-2))",
         _f32_ntk_alpha,
     ),
+    ScalingMethod(
+        "freq_factors",
+        freq_factors_frequencies,
+        {"factors": "factors", "attention_factor": "attention_factor"},
+        {"attention_factor": 1.0},
+        ("factors",),
+        "freq_factors",
+        "one divisor per pair (GGUF rope_freqs), theta_i / f_i",
+        _f32_freq_factors,
+        _freq_factors_attention,
+    ),
+    ScalingMethod(
+        "resonance",
+        resonance_frequencies,
+        {"original_max_position_embeddings": "original_max_position"},
+        {},
+        ("original_max_position",),
+        "resonance",
+        "wavelengths below the training length rounded to integers",
+        _f32_resonance,
+    ),
 )
 
 ROPE_SCALINGS: dict = _Registry({r.name: r for r in _RECORDS})
@@ -1450,7 +1574,7 @@ def scale_frequencies(rope_type: str, /, **params) -> ScaledFrequencies:
     ...     scale_frequencies("rope")
     ... except ValueError as err:
     ...     print(err)  # doctest: +ELLIPSIS
-    unknown rope type 'rope'; known rope types: default, dynamic, linear, llama3, ...
+    unknown rope type 'rope'; known rope types: default, dynamic, freq_factors, linear, ...
     """
     return _method(rope_type)(**params)
 

@@ -43,6 +43,9 @@ def _extra(name, factor, dim=DIM):
         },
         "proportional": {"factor": factor},
         "ntk_alpha": {"alpha": factor},
+        "freq_factors": {"factors": list(np.linspace(1.0, factor, h))},
+        # nothing is rounded at factor 1: the training length is below the shortest wavelength
+        "resonance": {"original_max_position": 4 if factor == 1.0 else int(1024 * factor)},
     }[name]
 
 
@@ -61,6 +64,8 @@ def test_registry_has_the_documented_keys():
         "longrope",
         "proportional",
         "ntk_alpha",
+        "freq_factors",
+        "resonance",
     }
 
 
@@ -237,9 +242,11 @@ def test_unknown_name_lists_the_known_ones():
         scale_frequencies(3)
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in sorted(ROPE_SCALINGS) if n not in ("default", "longrope")]
-)
+# methods without a scale factor >= 1 (per-pair factors are any positive divisors)
+NO_FACTOR = ("default", "longrope", "freq_factors", "resonance")
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(ROPE_SCALINGS) if n not in NO_FACTOR])
 def test_factor_below_one_is_rejected(name):
     with pytest.raises(ValueError, match=r"(factor|alpha) must be >= 1"):
         ROPE_SCALINGS[name](dim=DIM, base=BASE, **_extra(name, 0.5))
@@ -299,3 +306,32 @@ def test_other_argument_errors():
         ROPE_SCALINGS["linear"](dim=8, factor=2.0, beta_fast=3)
     with pytest.raises(ValueError, match="base must be greater than 1"):
         ROPE_SCALINGS["yarn"](dim=8, base=1.0, factor=2.0, original_max_position=16)
+
+
+def test_freq_factors_divide_each_pair_and_keep_their_magnitude():
+    f = np.linspace(1.0, 8.0, DIM // 2)
+    out = ROPE_SCALINGS["freq_factors"](dim=DIM, base=BASE, factors=f, attention_factor=1.25)
+    np.testing.assert_array_equal(out.inv_freq, refimpl.inv_freq(DIM, BASE) / f)
+    assert out.attention_scaling == 1.25
+    with pytest.raises(ValueError, match="factors must have dim // 2"):
+        ROPE_SCALINGS["freq_factors"](dim=DIM, factors=[1.0] * 3)
+    with pytest.raises(ValueError, match="factors must contain finite positive"):
+        ROPE_SCALINGS["freq_factors"](dim=4, factors=[1.0, 0.0])
+
+
+@given(st.sampled_from([16, 64, 128]), st.floats(100.0, 1e6), st.integers(8, 2**16))
+def test_resonance_wavelengths_are_integers_below_the_training_length(dim, base, length):
+    theta = refimpl.inv_freq(dim, base)
+    out = ROPE_SCALINGS["resonance"](dim=dim, base=base, original_max_position=length).inv_freq
+    wl = 2 * np.pi / theta
+    short = wl < length
+    new_wl = 2 * np.pi / out
+    np.testing.assert_allclose(new_wl[short], np.round(new_wl[short]), rtol=1e-12)
+    assert np.all(np.abs(new_wl[short] - wl[short]) <= 0.5 + 1e-9)  # the nearest integer
+    np.testing.assert_array_equal(out[~short], theta[~short])
+    # an integer wavelength repeats its angles exactly: angle(p + wl) = angle(p) + 2 pi
+    p = np.arange(length)[:, None]
+    k = np.round(new_wl[short])[None, :]
+    np.testing.assert_allclose(
+        np.cos((p + k) * out[short]), np.cos(p * out[short]), atol=1e-9 * length
+    )

@@ -45,6 +45,8 @@ ARGS = {
     },
     "proportional": {"partial_rotary_factor": 0.25, "factor": 2.0},
     "ntk_alpha": {"alpha": 50.0},
+    "freq_factors": {"factors": list(np.linspace(1.0, 8.0, 32)), "attention_factor": 1.1},
+    "resonance": {"original_max_position": 4096},
 }
 DIM, BASE = 64, 1e4
 
