@@ -154,6 +154,37 @@ def plot_pair_trajectories(points, freqs):
     return fig
 
 
+def plot_rotating_pair(q, k, *, theta, positions):
+    """q rotated by m theta and k by n theta, one panel per (m, n); the angle between them drawn.
+
+    ``q`` and ``k`` are 2-vectors (one pair); ``positions`` a list of (m, n).
+    """
+    fig, axes = plt.subplots(
+        1, len(positions), figsize=(3.4 * len(positions), 3.4), constrained_layout=True
+    )
+    for ax, (m, n) in zip(np.atleast_1d(axes), positions, strict=True):
+        qm = _rotate(q, m * theta)
+        kn = _rotate(k, n * theta)
+        for v, name, color in ((qm, f"q at m={m}", "tab:blue"), (kn, f"k at n={n}", "tab:red")):
+            ax.annotate("", xy=v, xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": color})
+            ax.text(*(1.08 * v), name, color=color, ha="center", va="center")
+        a0, a1 = np.arctan2(qm[1], qm[0]), np.arctan2(kn[1], kn[0])
+        arc = a0 + np.linspace(0.0, (a1 - a0) % (2 * np.pi), 30)  # counter-clockwise, q to k
+        ax.plot(0.35 * np.cos(arc), 0.35 * np.sin(arc), color="0.3", lw=1)
+        ax.set_title(f"n - m = {n - m}")
+        ax.set_xlim(-1.3, 1.3)
+        ax.set_ylim(-1.3, 1.3)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    return fig
+
+
+def _rotate(v, angle):
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([c * v[0] - s * v[1], s * v[0] + c * v[1]])
+
+
 def plot_decay(distances, curves):
     """Long-term decay: Su's bound against actual scores; ``curves`` maps label -> values."""
     fig, ax = plt.subplots(figsize=(7.5, 4.0), constrained_layout=True)
