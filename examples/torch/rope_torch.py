@@ -96,7 +96,7 @@ def write_results(suite, results) -> int:
             tokens, pos, back = _rows(arrays, entry, name)
             y = rope_kernel(
                 torch.as_tensor(np.asarray(tokens, dtype=np.float32)),
-                torch.as_tensor(np.asarray(pos, dtype=np.int64)),
+                torch.as_tensor(np.array(pos, dtype=np.int64)),  # a copy: views are read-only
                 cache,
                 rotary_dim=rope["rotary_dim"],
                 is_neox=rope["pairing"] == "half",
