@@ -345,54 +345,76 @@ class RopeSpec:
 
         Features ``[rotary_offset, rotary_offset + rotary_dim)`` are rotated with this spec's
         pairing (and written back in half order when ``output_order="half"``); the others
-        pass through. ``precision="float64"`` rotates with :func:`refimpl.rotary.
-        apply_rope_tables` (dtype kept, computed in float64) and forwards
-        ``position_keywords`` to it; ``"transformers-float32"`` repeats transformers' float32
-        ``x * cos + rotate(x) * sin``.
+        pass through.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., seq, dim)
+        positions : array_like, shape (seq,) or (batch, seq), or None
+            Token positions (None with ``cu_seqlens``).
+        precision : {"float64", "transformers-float32"}, default "float64"
+            ``"float64"``: :func:`refimpl.rotary.apply_rope_tables` on this spec's exact
+            tables (dtype kept, computed in float64, bit-identical to ``x1 c - x2 s``,
+            ``x1 s + x2 c``). ``"transformers-float32"``: transformers' float32
+            ``x * cos + rotate(x) * sin`` (1-D positions, no position keywords).
+        **position_keywords
+            ``offsets``, ``cu_seqlens``, ``cp_rank``, ``cp_size``, ``inverse``: forwarded to
+            :func:`refimpl.rotary.apply_rope_tables` (the tables then cover positions
+            ``0 .. P-1``, P the largest position reached plus one; integer positions).
 
         Examples
         --------
         >>> spec = rope_from_config({"head_dim": 2, "rope_theta": 100.0})
         >>> spec.apply(np.array([[1.0, 0.0]]), [1]).round(6)  # rotated by 1 rad
         array([[0.540302, 0.841471]])
+        >>> spec.apply(spec.apply(np.array([[1.0, 0.0]]), [1]), [1], inverse=True).round(6)
+        array([[1., 0.]])
         """
         check_choice(precision, "precision", PRECISIONS)
-        pos = self._check_positions(positions)
-        if precision == "float64":
-            xa = as_float_array(x, "x", min_ndim=2)
-            self._check_x(xa, pos)
+        fixed = sorted({"rotary_offset", "output_order", "pairing"} & set(position_keywords))
+        if fixed:
+            raise TypeError(f"{fixed} are the spec's own; build another spec to change them")
+        layout = {
+            "pairing": self.pairing,
+            "rotary_offset": self.rotary_offset,
+            "output_order": self.output_order,
+        }
+        shape = np.shape(x)
+        if not shape or shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., seq, {self.dim}), got {shape}")
+        by_token = set(position_keywords) <= {"inverse"} and np.ndim(positions) <= 1
+        if precision == "float64" and by_token:
+            pos = self._check_positions(positions)
             c, s = self.cos_sin(pos)
-            out = np.array(xa, dtype=xa.dtype if xa.dtype.kind == "f" else np.float64)
-            lo, hi = self.rotary_offset, self.rotary_offset + self.rotary_dim
-            rot = apply_rope_tables(
-                out[..., lo:hi], c, s, pairing=self.pairing, **position_keywords
+            return apply_rope_tables(x, c, s, **layout, **position_keywords)
+        if precision == "float64":
+            top = _largest_position(positions, position_keywords)
+            c, s = self.cos_sin(self._check_positions(np.arange(top + 1)))
+            ids = None if positions is None else np.asarray(positions)
+            return apply_rope_tables(x, c, s, positions=ids, **layout, **position_keywords)
+        if not by_token or position_keywords:
+            raise ValueError(
+                "precision='transformers-float32' takes 1-D positions and no position keywords"
             )
-            out[..., lo:hi] = self._reorder(rot)
-            return out
-        if position_keywords:
-            raise ValueError("position keywords are taken with precision='float64' only")
+        return self._apply_float32(x, self._check_positions(positions))
+
+    def _apply_float32(self, x, pos: np.ndarray) -> np.ndarray:
         xa = as_float_array(x, "x", min_ndim=2).astype(np.float32)
-        self._check_x(xa, pos)
-        c, s = self.cos_sin(pos, precision)
+        if xa.shape[-1] != self.dim or xa.shape[-2] != pos.shape[0]:
+            raise ValueError(f"x must have shape (..., {pos.shape[0]}, {self.dim}), got {xa.shape}")
+        c, s = self.cos_sin(pos, "transformers-float32")
         out = xa.copy()
-        part = xa[..., self.rotary_offset : self.rotary_offset + self.rotary_dim]
+        lo, hi = self.rotary_offset, self.rotary_offset + self.rotary_dim
+        part = xa[..., lo:hi]
         i1, i2 = pair_indices(self.rotary_dim, self.pairing)
         x1, x2 = part[..., i1], part[..., i2]
         rot = np.empty_like(part)
         rot[..., i1] = x1 * c + (-x2) * s
         rot[..., i2] = x2 * c + x1 * s
-        out[..., self.rotary_offset : self.rotary_offset + self.rotary_dim] = self._reorder(rot)
+        if self.output_order == "half":  # interleaved pairs written back in half order
+            rot = np.concatenate([rot[..., 0::2], rot[..., 1::2]], axis=-1)
+        out[..., lo:hi] = rot
         return out
-
-    def _check_x(self, xa: np.ndarray, pos: np.ndarray) -> None:
-        if xa.shape[-1] != self.dim or xa.shape[-2] != pos.shape[0]:
-            raise ValueError(f"x must have shape (..., {pos.shape[0]}, {self.dim}), got {xa.shape}")
-
-    def _reorder(self, rotated: np.ndarray) -> np.ndarray:
-        """Interleaved pairs written back in half order (MLA) or left in place."""
-        if self.output_order == "same":
-            return rotated
-        return np.concatenate([rotated[..., 0::2], rotated[..., 1::2]], axis=-1)
 
     def pair_table(self) -> dict[str, np.ndarray]:
         """Per-pair description: the unscaled and scaled frequency, wavelengths, the scale
@@ -455,6 +477,32 @@ class RopeSpec:
         )
         scale = "" if self.attention_scaling == 1.0 else f", cos/sin x{self.attention_scaling:.6g}"
         return f"base {self.base:g}, {where}, {self.pairing}{order}{mrope}, {text}{scale}"
+
+
+def _largest_position(positions, keywords: Mapping) -> int:
+    """The largest position a call with position keywords reaches (tables cover 0 .. it)."""
+    if positions is not None:
+        ids = np.asarray(positions)
+        if ids.dtype.kind not in "iu":
+            raise TypeError(
+                f"positions must be integers with position keywords (rows of the tables), "
+                f"got dtype {ids.dtype}"
+            )
+        top = int(ids.max()) if ids.size else 0
+    elif keywords.get("cu_seqlens") is not None:
+        cu = np.asarray(keywords["cu_seqlens"])
+        if cu.dtype.kind not in "iu" or cu.ndim != 1 or cu.size < 2:
+            raise ValueError("cu_seqlens must be a 1-D integer array of at least 2 entries")
+        top = max(int(np.max(np.diff(cu))) - 1, 0)
+    else:
+        raise ValueError("positions may be None only with cu_seqlens")
+    offsets = keywords.get("offsets")
+    if offsets is not None:
+        off = np.asarray(offsets)
+        if off.dtype.kind not in "iu":
+            raise TypeError(f"offsets must be integers, got dtype {off.dtype}")
+        top += max(int(off.max()) if off.size else 0, 0)
+    return check_int(top, "largest position", minimum=0, maximum=MAX_POSITION)
 
 
 def _mrope_section(value, key: str) -> tuple:

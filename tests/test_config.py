@@ -11,7 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refimpl
-from refimpl.config import INV_FREQ_AGREEMENT, RopeSpec, load_config, rope_from_config
+from refimpl.config import (
+    INV_FREQ_AGREEMENT,
+    RopeSpec,
+    load_config,
+    rope_from_config,
+    rope_schedule,
+)
 from refimpl.multiaxis import mrope_cos_sin
 from refimpl.rotary import inv_freq
 from refimpl.scaling import ROPE_SCALINGS
@@ -158,7 +164,7 @@ def test_apply_rotates_the_rotary_part_only():
     np.testing.assert_allclose(y[..., :32], want, rtol=1e-14)
     y32 = spec.apply(x.astype(np.float32), np.arange(5), precision="transformers-float32")
     np.testing.assert_allclose(y32, y, atol=1e-5)
-    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., 5, 64\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., seq, 64\)"):
         spec.apply(x[..., :32], np.arange(5))
 
 
@@ -545,3 +551,59 @@ def test_non_finite_json_numbers_are_refused(tmp_path, literal):
         p.write_text(f'{{"{other}": 8, "{key}": {literal}}}')
         with pytest.raises(ValueError, match=f"config key {key} must be an integer"):
             rope_from_config(p)
+
+
+# ----------------------------------------------------------------- position keywords
+
+
+def _specs_with_layouts():
+    mla = rope_from_config(  # hand-made: interleaved in, half order out
+        {"model_type": "deepseek_v3", "qk_rope_head_dim": 16, "qk_nope_head_dim": 16}
+    )
+    trailing = rope_schedule(  # hand-made: DeepSeek-V4 trailing slice
+        {
+            "model_type": "deepseek_v4",
+            "head_dim": 32,
+            "layer_types": ["sliding_attention"],
+            "rope_parameters": {
+                "main": {"rope_type": "default", "partial_rotary_factor": 0.5},
+                "compress": {"rope_type": "default", "partial_rotary_factor": 0.5},
+            },
+        }
+    )[0].spec
+    return [mla, trailing, rope_from_config({"head_dim": 12, "partial_rotary_factor": 0.5})]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_apply_forwards_offsets_cu_seqlens_and_inverse(which):
+    spec = _specs_with_layouts()[which]
+    rng = np.random.default_rng(which)
+    x = rng.standard_normal((2, 3, 5, spec.dim))  # (batch, heads, seq, dim)
+    pos = np.arange(5)
+    got = spec.apply(x, pos, offsets=np.array([0, 7]))
+    for b, off in enumerate((0, 7)):
+        np.testing.assert_array_equal(got[b], spec.apply(x[b], pos + off))
+    ids = np.array([[0, 1, 2, 3, 4], [9, 3, 3, 0, 2]])
+    got = spec.apply(x, ids)
+    for b in range(2):
+        np.testing.assert_array_equal(got[b], spec.apply(x[b], ids[b]))
+    packed = rng.standard_normal((7, 2, spec.dim))  # (tokens, heads, dim), documents 3 and 4
+    got = spec.apply(packed, None, cu_seqlens=np.array([0, 3, 7]))
+    for lo, hi in ((0, 3), (3, 7)):
+        want = spec.apply(np.moveaxis(packed[lo:hi], 0, -2), np.arange(hi - lo))
+        np.testing.assert_array_equal(np.moveaxis(got[lo:hi], 0, -2), want)
+    y = spec.apply(x[0], pos)
+    if spec.output_order == "same":  # (MLA's half-order output is not its own input layout)
+        np.testing.assert_allclose(spec.apply(y, pos, inverse=True), x[0], rtol=0, atol=1e-14)
+    with pytest.raises(TypeError, match="are the spec's own"):
+        spec.apply(x, pos, rotary_offset=0)
+    with pytest.raises(ValueError, match="takes 1-D positions and no position keywords"):
+        spec.apply(x, pos, precision="transformers-float32", offsets=np.array([0, 1]))
+
+
+def test_position_keywords_respect_the_length_limit():
+    dyn = rope_from_config(_cfg({"rope_type": "dynamic", "factor": 2.0}), seq_len=100)
+    x = np.zeros((2, 4, 16))
+    dyn.apply(x, np.arange(4), offsets=np.array([0, 96]))
+    with pytest.raises(ValueError, match="positions reach 100"):
+        dyn.apply(x, np.arange(4), offsets=np.array([0, 97]))
