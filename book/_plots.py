@@ -91,6 +91,24 @@ def plot_naive_encodings(lengths, integer_max, normalized_step, pos10):
     return fig
 
 
+def plot_binary_vs_sinusoid(n_positions: int, n_bits: int):
+    """Bits of 0..n_positions-1 beside cosines with the same geometric speeds (pi 2^-i)."""
+    p = np.arange(n_positions)
+    bits = (p[None, :] >> np.arange(n_bits)[:, None]) & 1  # (bits, positions)
+    waves = np.cos(p[None, :] * np.pi * 2.0 ** -np.arange(n_bits)[:, None])
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.0), sharey=True, constrained_layout=True)
+    for ax, table, title, cmap, vmin in (
+        (axes[0], bits, "binary: bit j of p", "Greys", 0),
+        (axes[1], waves, r"sinusoid: $\cos(p\,\pi\,2^{-i})$", "RdBu_r", -1),
+    ):
+        ax.imshow(table, aspect="auto", cmap=cmap, vmin=vmin, vmax=1, interpolation="nearest")
+        ax.set_title(title)
+        ax.set_xlabel("position p (tokens)")
+        ax.grid(False)
+    axes[0].set_ylabel("row (bit j, pair i)")
+    return fig
+
+
 def plot_sinusoidal_table(pe):
     """Heat map of a sinusoidal table (positions x features)."""
     fig, ax = plt.subplots(figsize=(8.0, 4.0), constrained_layout=True)
