@@ -1,5 +1,6 @@
-"""RoPE over several position axes: axial 2-D RoPE for image patches and Qwen2-VL's
-multimodal M-RoPE (temporal, height and width sections over the pairs).
+"""RoPE over several position axes: axial 2-D RoPE for image patches, the 2-D variants of
+vision towers (Pixtral, Llama 4, timm, RoPE-Mixed) and multimodal M-RoPE (temporal, height and
+width sections over the pairs) with the position ids of mixed text / image / video sequences.
 
 Both assign each rotation pair to one axis; pair ``i`` of a token is rotated by the angle
 ``p_a(i) * theta_i`` where ``p_a(i)`` is the token's coordinate on the pair's axis. Scores
@@ -8,23 +9,134 @@ then depend only on the coordinate differences (key minus query) on every axis.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._checks import (
+    MAX_POSITION,
     as_float_array,
     as_inv_freq,
     as_positions,
+    as_real_array,
     check_base,
     check_choice,
+    check_count,
+    check_dim,
+    check_flag,
+    check_int,
+    check_nonnegative,
     check_pairing,
+    check_positive,
+    check_positive_int,
     check_real,
 )
 from .rotary import apply_rope_tables
 from .rotary import inv_freq as _inv_freq
 
-__all__ = ["apply_rope_2d", "axial_2d_angles", "mrope_cos_sin"]
+__all__ = [
+    "LLAMA4_CLS_ID",
+    "MROPE_LAYOUTS",
+    "MRopePositions",
+    "apply_rope_2d",
+    "axial_2d_angles",
+    "axial_2d_angles_split",
+    "llama4_vision_angles",
+    "mrope_axis_of_pair",
+    "mrope_cos_sin",
+    "mrope_decode_position_ids",
+    "mrope_position_ids",
+    "mrope_vision_position_ids",
+    "pixtral_angles",
+    "pixtral_flat_ids",
+    "rope_mixed_angles",
+    "rope_mixed_frequencies",
+    "timestamped_video_segments",
+    "timm_pixel_bands",
+    "timm_rope_angles",
+]
 
-MROPE_LAYOUTS = ("blocked", "interleaved")
+MROPE_LAYOUTS = ("blocked", "interleaved", "alternating")
+
+# Number of position axes (rows of ``position_ids``) a layout reads, by section count.
+_LAYOUT_SECTION_COUNTS = {"blocked": (3, 4), "interleaved": (3,), "alternating": (3,)}
+
+# Text resumes after a vision block at its largest position + 1 ("max", the Qwen2-VL paper,
+# transformers 4.x) or at start + max(H, W) // merge ("spatial", transformers 5.x).
+MROPE_RESUME_RULES = ("max", "spatial")
+
+# How the temporal index a * time_interval is rounded before truncation: transformers multiplies
+# a float32 interval tensor (Qwen2.5-VL's tokens_per_second * second_per_grid_t) in float32.
+MROPE_TIME_PRECISIONS = ("float64", "float32")
+
+
+def mrope_axis_of_pair(mrope_section, layout: str = "blocked") -> np.ndarray:
+    r"""Which position axis drives each rotation pair of an M-RoPE head.
+
+    Parameters
+    ----------
+    mrope_section : sequence of int
+        Pairs per axis, in the order the layout's models store them in their config:
+        ``(s_t, s_h, s_w)`` or ``(s_t, s_h, s_w, s_e)`` for ``"blocked"`` (4 sections:
+        XD-RoPE's P/W/H/T rows, ggml's t|h|w|e), ``(s_t, s_h, s_w)`` for ``"interleaved"``
+        (Qwen3-VL) and ``(s_h, s_w, s_t)`` for ``"alternating"`` (Ernie 4.5 VL, which needs
+        ``s_h == s_w``).
+    layout : {"blocked", "interleaved", "alternating"}, default "blocked"
+        ``"blocked"``: consecutive chunks, chunk ``a`` from row ``a`` (:eq:`eq:mrope-sections`).
+        ``"interleaved"``: pair ``j`` follows ``h`` if ``j % 3 == 1`` and ``j < 3 s_h``, ``w`` if
+        ``j % 3 == 2`` and ``j < 3 s_w``, ``t`` otherwise (:eq:`eq:mrope-interleaved`).
+        ``"alternating"``: the first ``s_h + s_w`` pairs alternate ``h`` (even ``j``) and ``w``
+        (odd ``j``), the last ``s_t`` follow ``t`` (:eq:`eq:mrope-alternating`).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (sum(mrope_section),)
+        Row of ``position_ids`` (0 = t, 1 = h, 2 = w, 3 = the fourth blocked row) per pair.
+
+    Examples
+    --------
+    >>> mrope_axis_of_pair([2, 3, 3]).tolist()
+    [0, 0, 1, 1, 1, 2, 2, 2]
+    >>> mrope_axis_of_pair([2, 2, 2], "alternating").tolist()
+    [1, 2, 1, 2, 0, 0]
+    """
+    check_choice(layout, "layout", MROPE_LAYOUTS)
+    sec = _mrope_section(mrope_section, layout)
+    half = sum(sec)
+    j = np.arange(half)
+    if layout == "blocked":
+        return np.repeat(np.arange(len(sec)), sec)  # [eq:mrope-sections]
+    if layout == "alternating":
+        s_h, s_w, _ = sec
+        axis = np.zeros(half, dtype=np.int64)  # the tail follows t
+        hw = j < s_h + s_w
+        axis[hw & (j % 2 == 0)] = 1  # [eq:mrope-alternating]
+        axis[hw & (j % 2 == 1)] = 2
+        return axis
+    axis = np.zeros(half, dtype=np.int64)
+    axis[(j % 3 == 1) & (j < 3 * sec[1])] = 1  # [eq:mrope-interleaved]
+    axis[(j % 3 == 2) & (j < 3 * sec[2])] = 2
+    return axis
+
+
+def _mrope_section(mrope_section, layout: str) -> tuple[int, ...]:
+    counts = _LAYOUT_SECTION_COUNTS[layout]
+    raw = np.asarray(mrope_section, dtype=object).reshape(-1)
+    rule = " or ".join(str(c) for c in counts)
+    if len(raw) not in counts or any(
+        isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in raw
+    ):
+        raise ValueError(
+            f"mrope_section must be {rule} non-negative integers for layout {layout!r}, "
+            f"got {mrope_section!r}"
+        )
+    sec = tuple(int(v) for v in raw)
+    if layout == "alternating" and sec[0] != sec[1]:
+        raise ValueError(
+            f"mrope_section (s_h, s_w, s_t) must have s_h == s_w for the alternating layout "
+            f"(h and w take turns), got {sec}"
+        )
+    return sec
 
 
 def axial_2d_angles(rows, cols, inv_freq) -> np.ndarray:
@@ -121,19 +233,6 @@ def apply_rope_2d(
     return apply_rope_tables(xa, np.cos(ang), np.sin(ang), pairing=pairing)
 
 
-def _mrope_axis_of_pair(half: int, section: tuple[int, int, int], layout: str) -> np.ndarray:
-    """Axis (0 = t, 1 = h, 2 = w) that drives each pair."""
-    if layout == "blocked":
-        return np.repeat(np.arange(3), section)  # [eq:mrope-sections]
-    # interleaved (Qwen3-VL): pair j is h if j % 3 == 1 and j < 3 * s_h, w if j % 3 == 2 and
-    # j < 3 * s_w, t otherwise
-    j = np.arange(half)
-    axis = np.zeros(half, dtype=np.int64)
-    axis[(j % 3 == 1) & (j < 3 * section[1])] = 1  # [eq:mrope-interleaved]
-    axis[(j % 3 == 2) & (j < 3 * section[2])] = 2
-    return axis
-
-
 def mrope_cos_sin(
     position_ids,
     inv_freq,
@@ -142,22 +241,26 @@ def mrope_cos_sin(
     layout: str = "blocked",
     attention_scaling: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Multimodal RoPE tables (Qwen2-VL): each pair follows the temporal, height or width
-    position of the token.
+    r"""Multimodal RoPE tables (Qwen2-VL and its relatives): each pair follows one position axis
+    of the token.
 
     Parameters
     ----------
-    position_ids : array_like of int, shape (3, seq)
-        Rows ``t``, ``h``, ``w`` of every token (text tokens have ``t = h = w``).
+    position_ids : array_like of int, shape (A, seq)
+        One row per axis: ``t``, ``h``, ``w`` (``A = 3``; text tokens have ``t = h = w``), or
+        four rows for a 4-section blocked layout (XD-RoPE's P/W/H/T).
+        :func:`mrope_position_ids` builds them.
     inv_freq : array_like, shape (d/2,)
         Frequencies of the whole head, :math:`\theta_i = b^{-2i/d}` (not per axis).
-    mrope_section : sequence of 3 ints
-        Pairs per axis, summing to ``d/2`` (Qwen2-VL-7B: ``[16, 24, 24]`` for ``d = 128``).
-    layout : {"blocked", "interleaved"}, default "blocked"
-        ``"blocked"`` (Qwen2-VL, Qwen2.5-VL): the first ``s_t`` pairs follow ``t``, the next
-        ``s_h`` follow ``h``, the last ``s_w`` follow ``w``. ``"interleaved"`` (Qwen3-VL):
-        pair ``j`` follows ``h`` if ``j % 3 == 1`` and ``j < 3 s_h``, ``w`` if ``j % 3 == 2``
-        and ``j < 3 s_w``, ``t`` otherwise.
+    mrope_section : sequence of 3 or 4 ints
+        Pairs per axis, summing to ``d/2`` (Qwen2-VL-7B: ``[16, 24, 24]`` for ``d = 128``), in
+        the layout's config order (see :func:`mrope_axis_of_pair`).
+    layout : {"blocked", "interleaved", "alternating"}, default "blocked"
+        ``"blocked"`` (Qwen2-VL, Qwen2.5-VL, GLM-4.xV, XD-RoPE): consecutive sections.
+        ``"interleaved"`` (Qwen3-VL): pair ``j`` follows ``h`` if ``j % 3 == 1`` and
+        ``j < 3 s_h``, ``w`` if ``j % 3 == 2`` and ``j < 3 s_w``, ``t`` otherwise.
+        ``"alternating"`` (Ernie 4.5 VL, section order ``(s_h, s_w, s_t)``): h and w take turns
+        over the first ``s_h + s_w`` pairs, t has the last ``s_t``.
     attention_scaling : float, default 1.0
         Multiplies both tables.
 
@@ -165,12 +268,13 @@ def mrope_cos_sin(
     -------
     cos, sin : numpy.ndarray, each shape (seq, d/2), float64
         Half-width tables like :func:`refimpl.rotary.cos_sin`; apply them with
-        :func:`refimpl.rotary.apply_rope_tables` (half pairing, as Qwen does).
+        :func:`refimpl.rotary.apply_rope_tables` in the model's pairing (half for Qwen,
+        interleaved for GLM-4.xV and Ernie 4.5 VL).
 
     Notes
     -----
-    Book equations ``eq:mrope-sections`` and ``eq:mrope-angle``. For a text token with
-    ``t = h = w = p`` every pair sees ``p``, so the tables equal ``cos_sin([p], inv_freq)``.
+    Book equations ``eq:mrope-sections`` and ``eq:mrope-angle``. For a text token with equal
+    rows ``p`` every pair sees ``p``, so the tables equal ``cos_sin([p], inv_freq)``.
 
     References
     ----------
@@ -187,22 +291,535 @@ def mrope_cos_sin(
     ids = np.asarray(position_ids)
     if ids.dtype == object or ids.dtype.kind not in "iuf":
         raise TypeError(f"position_ids must be a numeric array, got dtype {ids.dtype}")
-    if ids.ndim != 2 or ids.shape[0] != 3:
-        raise ValueError(f"position_ids must have shape (3, seq) (rows t, h, w), got {ids.shape}")
+    f = as_inv_freq(inv_freq)
+    half = f.shape[0]
+    sec = _mrope_section(mrope_section, layout)
+    n_axes = len(sec) if layout == "blocked" else 3
+    if ids.ndim != 2 or ids.shape[0] != n_axes:
+        raise ValueError(
+            f"position_ids must have shape ({n_axes}, seq) (one row per axis), got {ids.shape}"
+        )
     ids = ids.astype(np.float64)
     if not np.all(np.isfinite(ids)):
         raise ValueError("position_ids must be finite (found NaN or inf)")
-    f = as_inv_freq(inv_freq)
-    half = f.shape[0]
-    sec = tuple(int(v) for v in np.asarray(mrope_section).reshape(-1))
-    if len(sec) != 3 or any(v < 0 for v in sec):
-        raise ValueError(f"mrope_section must be 3 non-negative integers, got {mrope_section!r}")
     if sum(sec) != half:
         raise ValueError(
             f"mrope_section must sum to len(inv_freq) = d/2 = {half} pairs, got {sum(sec)}"
         )
     scale = check_real(attention_scaling, "attention_scaling")
-    axis = _mrope_axis_of_pair(half, sec, layout)  # (d/2,)
+    axis = mrope_axis_of_pair(sec, layout)  # (d/2,)
     pos = ids[axis, :].T  # (seq, d/2): position seen by each pair
     ang = pos * f[None, :]  # [eq:mrope-angle]
     return np.cos(ang) * scale, np.sin(ang) * scale
+
+
+class MRopePositions(NamedTuple):
+    """Position ids of one multimodal sequence and the offset decoding continues from.
+
+    Attributes
+    ----------
+    position_ids : numpy.ndarray of int64, shape (3, seq)
+        Rows ``t``, ``h``, ``w`` for every token.
+    rope_delta : int
+        ``max(position_ids) + 1 - seq``: the token generated at cache position ``c`` gets
+        position ``c + rope_delta`` on every axis (:eq:`eq:mrope-decode`).
+    """
+
+    position_ids: np.ndarray
+    rope_delta: int
+
+
+def _segment(item, index: int):
+    """Normalise one segment to (kind, grid or length, time_interval)."""
+    where = f"segments[{index}]"
+    if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+        raise TypeError(
+            f"{where} must be ('text', n), ('image', (T, H, W)) or ('video', (T, H, W)[, "
+            f"time_interval]), got {item!r}"
+        )
+    kind = check_choice(item[0], f"{where}[0]", ("text", "image", "video"))
+    if kind == "text":
+        if len(item) != 2:
+            raise ValueError(f"{where}: a text segment is ('text', n), got {item!r}")
+        return kind, check_count(item[1], f"{where} length"), 1.0
+    grid = tuple(item[1]) if isinstance(item[1], (tuple, list, np.ndarray)) else ()
+    if len(grid) != 3:
+        raise ValueError(f"{where}: the grid must be (T, H, W), got {item[1]!r}")
+    grid = tuple(check_positive_int(g, f"{where} grid[{a}]") for a, g in enumerate(grid))
+    if kind == "image" and len(item) == 3:
+        raise ValueError(f"{where}: an image has no time_interval (images are one frame)")
+    interval = 1.0 if len(item) == 2 else check_nonnegative(item[2], f"{where} time_interval")
+    return kind, grid, interval
+
+
+def mrope_vision_position_ids(
+    start: int,
+    grid_thw,
+    *,
+    spatial_merge_size: int = 2,
+    temporal_merge_size: int = 1,
+    time_interval: float = 1.0,
+    time_precision: str = "float64",
+) -> np.ndarray:
+    r"""Position ids ``(t, h, w)`` of one image or video block starting at position ``start``.
+
+    Parameters
+    ----------
+    start : int
+        Running text position where the block begins.
+    grid_thw : sequence of 3 int
+        Patch grid ``(T, H, W)`` of the vision encoder (before merging).
+    spatial_merge_size, temporal_merge_size : int
+        The encoder merges ``m × m`` patches (Qwen2-VL: 2) and ``tm`` frames into one token;
+        ``H`` and ``W`` must be divisible by ``m`` and ``T`` by ``tm``.
+    time_interval : float, default 1.0
+        Temporal step per merged frame, :math:`\tau` (Qwen2.5-VL video:
+        ``tokens_per_second * second_per_grid_t``).
+    time_precision : {"float64", "float32"}, default "float64"
+        ``"float32"`` rounds :math:`\tau` and :math:`a\tau` to float32 before truncating, as
+        transformers does with a float32 ``second_per_grid_ts`` tensor.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (3, T/tm · H/m · W/m)
+        Tokens enumerated frame-major, then row, then column:
+        ``(start + ⌊a τ⌋, start + b, start + c)`` (:eq:`eq:mrope-grid`).
+
+    Examples
+    --------
+    >>> mrope_vision_position_ids(5, (1, 4, 6)).tolist()
+    [[5, 5, 5, 5, 5, 5], [5, 5, 5, 6, 6, 6], [5, 6, 7, 5, 6, 7]]
+    """
+    s = check_count(start, "start", maximum=MAX_POSITION)
+    m = check_positive_int(spatial_merge_size, "spatial_merge_size")
+    tm = check_positive_int(temporal_merge_size, "temporal_merge_size")
+    check_choice(time_precision, "time_precision", MROPE_TIME_PRECISIONS)
+    tau = check_nonnegative(time_interval, "time_interval")
+    t, h, w = (check_positive_int(g, f"grid_thw[{a}]") for a, g in enumerate(grid_thw))
+    if h % m or w % m:
+        raise ValueError(
+            f"grid_thw H and W must be divisible by spatial_merge_size {m}, got {h}, {w}"
+        )
+    if t % tm:
+        raise ValueError(f"grid_thw T must be divisible by temporal_merge_size {tm}, got {t}")
+    a = np.arange(t // tm)
+    if time_precision == "float32":
+        frames = (a.astype(np.float32) * np.float32(tau)).astype(np.int64)
+    else:
+        frames = np.floor(a * tau).astype(np.int64)  # [eq:mrope-grid]
+    tt, hh, ww = np.meshgrid(frames, np.arange(h // m), np.arange(w // m), indexing="ij")
+    return np.stack([tt, hh, ww]).reshape(3, -1).astype(np.int64) + s
+
+
+def mrope_position_ids(
+    segments,
+    *,
+    spatial_merge_size: int = 2,
+    temporal_merge_size: int = 1,
+    resume: str = "max",
+    time_precision: str = "float64",
+) -> MRopePositions:
+    r"""M-RoPE position ids of a mixed text / image / video sequence (Qwen2-VL family).
+
+    Parameters
+    ----------
+    segments : sequence
+        The sequence in order: ``("text", n)`` for ``n`` text tokens (special tokens such as
+        ``<|vision_start|>`` included), ``("image", (T, H, W))`` and ``("video", (T, H, W))``
+        or ``("video", (T, H, W), time_interval)`` for the encoder's patch grid. Qwen2-VL:
+        interval 1; Qwen2.5-VL: ``tokens_per_second * second_per_grid_t``; Qwen3-VL and
+        GLM-4.xV: each frame its own ``(1, H, W)`` video segment between timestamp text
+        (:func:`timestamped_video_segments`).
+    spatial_merge_size, temporal_merge_size : int
+        As in :func:`mrope_vision_position_ids` (``temporal_merge_size`` applies to videos;
+        Ernie 4.5 VL merges frames, the Qwen models do not).
+    resume : {"max", "spatial"}, default "max"
+        Where text resumes after a vision block starting at ``s``: ``"max"`` at the block's
+        largest position + 1 (the Qwen2-VL paper and transformers 4.x); ``"spatial"`` at
+        ``s + max(H, W) // m`` (transformers 5.x, which ignores the temporal extent; the two
+        agree unless a video's temporal positions outrun its spatial ones).
+    time_precision : {"float64", "float32"}, default "float64"
+        See :func:`mrope_vision_position_ids`.
+
+    Returns
+    -------
+    MRopePositions
+        ``position_ids`` (3, seq) int64 and ``rope_delta`` (:eq:`eq:mrope-decode`).
+
+    Notes
+    -----
+    Text tokens get ``(p, p, p)`` with ``p`` consecutive (:eq:`eq:mrope-text-ids`); vision
+    blocks follow :eq:`eq:mrope-grid`. Feed the rows to :func:`mrope_cos_sin`.
+
+    Examples
+    --------
+    >>> ids, delta = mrope_position_ids([("text", 2), ("image", (1, 4, 4)), ("text", 2)])
+    >>> ids.tolist()
+    [[0, 1, 2, 2, 2, 2, 4, 5], [0, 1, 2, 2, 3, 3, 4, 5], [0, 1, 2, 3, 2, 3, 4, 5]]
+    >>> delta
+    -2
+    """
+    check_choice(resume, "resume", MROPE_RESUME_RULES)
+    m = check_positive_int(spatial_merge_size, "spatial_merge_size")
+    if isinstance(segments, (str, bytes)) or not hasattr(segments, "__iter__"):
+        raise TypeError(f"segments must be a sequence of segments, got {segments!r}")
+    pos, blocks = 0, []
+    for index, item in enumerate(segments):
+        kind, size, interval = _segment(item, index)
+        if kind == "text":
+            blocks.append(np.tile(np.arange(size, dtype=np.int64) + pos, (3, 1)))
+            pos += size  # [eq:mrope-text-ids]
+            continue
+        block = mrope_vision_position_ids(
+            pos,
+            size,
+            spatial_merge_size=m,
+            temporal_merge_size=temporal_merge_size if kind == "video" else 1,
+            time_interval=interval,
+            time_precision=time_precision,
+        )
+        blocks.append(block)
+        pos = int(block.max()) + 1 if resume == "max" else pos + max(size[1], size[2]) // m
+    ids = np.concatenate(blocks, axis=1) if blocks else np.zeros((3, 0), dtype=np.int64)
+    if ids.shape[1] == 0:
+        raise ValueError("segments must contain at least one token")
+    return MRopePositions(ids, int(ids.max()) + 1 - ids.shape[1])  # [eq:mrope-decode]
+
+
+def mrope_decode_position_ids(rope_delta: int, cache_position, *, n_axes: int = 3) -> np.ndarray:
+    r"""Position ids of generated tokens: ``cache_position + rope_delta`` on every axis.
+
+    Parameters
+    ----------
+    rope_delta : int
+        From :func:`mrope_position_ids` (``max + 1 - prompt length``).
+    cache_position : int or array_like of int, shape (n,)
+        Index of each new token in the KV cache (the prompt occupies ``0 .. seq - 1``).
+    n_axes : int, default 3
+        Rows of the result (4 for XD-RoPE).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_axes, n)
+
+    Examples
+    --------
+    >>> mrope_decode_position_ids(-1, [8, 9]).tolist()
+    [[7, 8], [7, 8], [7, 8]]
+    """
+    delta = check_int(rope_delta, "rope_delta")
+    a = check_positive_int(n_axes, "n_axes")
+    c = np.atleast_1d(np.asarray(cache_position))
+    if c.ndim != 1 or c.dtype.kind not in "iu":
+        raise TypeError(f"cache_position must be an integer or a 1-D integer array, got {c!r}")
+    if c.size and c.min() < 0:
+        raise ValueError(f"cache_position must be non-negative, got {c.min()}")
+    return np.tile(c.astype(np.int64) + delta, (a, 1))  # [eq:mrope-decode]
+
+
+def timestamped_video_segments(grid_thw, text_before, *, text_after: int = 1) -> list:
+    """Segments of a video laid out frame by frame between timestamp text (Qwen3-VL, GLM-4.xV).
+
+    Parameters
+    ----------
+    grid_thw : sequence of 3 int
+        The video's patch grid ``(T, H, W)``; each of the ``T`` temporal patches becomes a
+        ``(1, H, W)`` video segment.
+    text_before : sequence of int, length T
+        Text tokens before each frame (the timestamp ``<t seconds>`` and ``<|vision_start|>``).
+    text_after : int, default 1
+        Text tokens after each frame (``<|vision_end|>``).
+
+    Returns
+    -------
+    list
+        Segments for :func:`mrope_position_ids`.
+
+    Examples
+    --------
+    >>> timestamped_video_segments((2, 4, 4), [3, 3])
+    [('text', 3), ('video', (1, 4, 4)), ('text', 1), ('text', 3), ('video', (1, 4, 4)), ('text', 1)]
+    """
+    t, h, w = (check_positive_int(g, f"grid_thw[{a}]") for a, g in enumerate(grid_thw))
+    before = [check_count(n, f"text_before[{i}]") for i, n in enumerate(text_before)]
+    if len(before) != t:
+        raise ValueError(
+            f"text_before must have T = {t} entries (one per frame), got {len(before)}"
+        )
+    after = check_count(text_after, "text_after")
+    out: list = []
+    for n in before:
+        out += [("text", n), ("video", (1, h, w)), ("text", after)]
+    return [s for s in out if s[0] != "text" or s[1] > 0]
+
+
+def pixtral_angles(rows, cols, *, dim: int, base: float = 10000.0) -> np.ndarray:
+    r"""Angles of Pixtral's 2-D RoPE: height on the even, width on the odd frequencies of one
+    full-head list.
+
+    Parameters
+    ----------
+    rows, cols : array_like, shape (seq,)
+        Patch row and column (transformers 5 passes them as ``(h, w)`` pairs; older code a flat
+        id ``h · max_width + w``, see :func:`pixtral_flat_ids`).
+    dim : int
+        Head dimension ``D`` (divisible by 4).
+    base : float, default 10000.0
+        :math:`\theta_j = b^{-2j/D}`, ``j < D/2`` (Pixtral-12B: ``rope_theta`` 10000).
+
+    Returns
+    -------
+    numpy.ndarray, shape (seq, D/2), float64
+        ``[h θ_0, h θ_2, …, w θ_1, w θ_3, …]`` (:eq:`eq:pixtral-angles`); apply with
+        :func:`refimpl.rotary.apply_rope_tables`, half pairing.
+
+    Examples
+    --------
+    >>> pixtral_angles([1], [2], dim=8, base=16.0).round(4).tolist()
+    [[1.0, 0.25, 1.0, 0.25]]
+    """
+    d = check_dim(dim)
+    if d % 4:
+        raise ValueError(f"dim must be divisible by 4 for 2-D RoPE, got {d}")
+    f = _inv_freq(d, check_base(base))
+    return axial_2d_angles_split(rows, cols, f[0::2], f[1::2])  # [eq:pixtral-angles]
+
+
+def axial_2d_angles_split(rows, cols, freq_rows, freq_cols) -> np.ndarray:
+    """``[rows ⊗ freq_rows, cols ⊗ freq_cols]``: 2-D angles with a frequency set per axis.
+
+    Parameters
+    ----------
+    rows, cols : array_like, shape (seq,)
+    freq_rows, freq_cols : array_like, shape (k,) and (l,)
+
+    Returns
+    -------
+    numpy.ndarray, shape (seq, k + l), float64
+
+    Examples
+    --------
+    >>> axial_2d_angles_split([2], [3], [1.0], [0.5, 0.25]).tolist()
+    [[2.0, 1.5, 0.75]]
+    """
+    r = as_positions(rows, "rows")
+    c = as_positions(cols, "cols")
+    if r.shape != c.shape:
+        raise ValueError(f"rows and cols must have the same length, got {r.shape} and {c.shape}")
+    fr = as_inv_freq(freq_rows, "freq_rows")
+    fc = as_inv_freq(freq_cols, "freq_cols")
+    return np.concatenate([np.multiply.outer(r, fr), np.multiply.outer(c, fc)], axis=1)
+
+
+def pixtral_flat_ids(rows, cols, max_width: int) -> np.ndarray:
+    """Flat patch ids ``h · max_width + w`` (Pixtral before transformers 5, vLLM).
+
+    Parameters
+    ----------
+    rows, cols : array_like of int, shape (seq,)
+    max_width : int
+        Patches per row of the largest image (``image_size // patch_size``); ``cols`` must be
+        below it.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (seq,)
+
+    Examples
+    --------
+    >>> pixtral_flat_ids([0, 1], [3, 0], 4).tolist()
+    [3, 4]
+    """
+    r = np.asarray(rows)
+    c = np.asarray(cols)
+    mw = check_positive_int(max_width, "max_width")
+    if r.dtype.kind not in "iu" or c.dtype.kind not in "iu" or r.shape != c.shape:
+        raise TypeError("rows and cols must be integer arrays of the same shape")
+    if (c < 0).any() or (c >= mw).any() or (r < 0).any():
+        raise ValueError(f"cols must lie in [0, max_width = {mw}) and rows be non-negative")
+    return r.astype(np.int64) * mw + c  # [eq:pixtral-angles]
+
+
+# Llama 4's vision tower marks its class token with the id -2; its rotation angle is 0.
+LLAMA4_CLS_ID = -2
+
+
+def llama4_vision_angles(side: int, *, dim: int, base: float = 10000.0) -> np.ndarray:
+    r"""Angles of Llama 4's vision RoPE for a ``side × side`` patch grid plus the class token.
+
+    Parameters
+    ----------
+    side : int
+        Patches per side (``image_size // patch_size``; Llama 4 Scout: 336 // 14 = 24).
+    dim : int
+        Head dimension ``D`` (divisible by 4); ``F = D/2`` and :math:`\theta_j = b^{-2j/F}`,
+        ``j < D/4``.
+    base : float, default 10000.0
+
+    Returns
+    -------
+    numpy.ndarray, shape (side² + 1, D/2), float64
+        Patch ``p`` (row-major) at ``x = p mod side``, ``y = p div side`` gets
+        ``[(x+1) θ, (y+1) θ]``; the last row (class token) is 0 (:eq:`eq:llama4-vision`).
+        Apply with interleaved pairing (complex form, :func:`refimpl.rotary.apply_rope_tables`).
+
+    Examples
+    --------
+    >>> llama4_vision_angles(2, dim=4).tolist()
+    [[1.0, 1.0], [2.0, 1.0], [1.0, 2.0], [2.0, 2.0], [0.0, 0.0]]
+    """
+    n = check_positive_int(side, "side")
+    d = check_dim(dim)
+    if d % 4:
+        raise ValueError(f"dim must be divisible by 4 for 2-D RoPE, got {d}")
+    f = _inv_freq(d // 2, check_base(base))
+    p = np.arange(n * n)
+    ang = axial_2d_angles_split(p % n + 1, p // n + 1, f, f)  # [eq:llama4-vision]
+    return np.concatenate([ang, np.zeros((1, d // 2))], axis=0)
+
+
+def timm_pixel_bands(num_bands: int, *, max_res: float = 224.0, linear: bool = False) -> np.ndarray:
+    r"""timm's pixel frequency bands: :math:`\pi\,\mathrm{linspace}(1, R/2, n)` (linear) or
+    :math:`\pi\,2^{\mathrm{linspace}(0, \log_2 R - 1, n)}` (log), in radians per unit of the
+    normalised coordinate.
+
+    Parameters
+    ----------
+    num_bands : int
+        ``n`` (timm uses ``dim // 4`` for 2-D RoPE).
+    max_res : float, default 224.0
+        ``R``, the resolution in pixels the highest band resolves.
+    linear : bool, default False
+
+    Returns
+    -------
+    numpy.ndarray, shape (num_bands,), float64
+
+    Examples
+    --------
+    >>> (timm_pixel_bands(3, max_res=8.0) / np.pi).tolist()
+    [1.0, 2.0, 4.0]
+    """
+    n = check_positive_int(num_bands, "num_bands")
+    r = check_positive(max_res, "max_res")
+    if r < 2:
+        raise ValueError(f"max_res must be at least 2 (the top band is max_res / 2), got {r}")
+    if check_flag(linear, "linear"):
+        return np.linspace(1.0, r / 2, n) * np.pi  # [eq:timm-bands]
+    return 2.0 ** np.linspace(0.0, np.log2(r) - 1, n) * np.pi
+
+
+def timm_rope_angles(
+    feat_shape, *, dim: int, max_res: float = 224.0, linear: bool = False, ref_feat_shape=None
+) -> np.ndarray:
+    r"""Angles of timm's ViT RoPE (``build_rotary_pos_embed`` with pixel bands) on an
+    ``H × W`` feature map.
+
+    Parameters
+    ----------
+    feat_shape : (H, W)
+        Patch grid; coordinates are ``linspace(-1, 1, H)`` and ``linspace(-1, 1, W)``.
+    dim : int
+        Head dimension (divisible by 4): ``dim // 4`` bands per axis.
+    max_res, linear
+        As in :func:`timm_pixel_bands`.
+    ref_feat_shape : (H0, W0), optional
+        Pretraining grid: coordinates are rescaled by ``H0 / H`` and ``W0 / W`` (EVA's scheme
+        for fine-tuning at another resolution, :eq:`eq:timm-ref`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (H·W, dim/2), float64
+        Row-major patches; pairs ``0 .. dim/4 - 1`` follow the row coordinate, the rest the
+        column (interleaved pairing, as timm's ``rot``).
+
+    Examples
+    --------
+    >>> timm_rope_angles((2, 1), dim=4, max_res=4.0)[:, 0] / np.pi
+    array([-1.,  1.])
+    """
+    shape = tuple(check_positive_int(s, f"feat_shape[{i}]") for i, s in enumerate(feat_shape))
+    if len(shape) != 2:
+        raise ValueError(f"feat_shape must be (H, W), got {feat_shape!r}")
+    d = check_dim(dim)
+    if d % 4:
+        raise ValueError(f"dim must be divisible by 4 for 2-D RoPE, got {d}")
+    bands = timm_pixel_bands(d // 4, max_res=max_res, linear=linear)
+    coords = [np.linspace(-1.0, 1.0, s) for s in shape]
+    if ref_feat_shape is not None:
+        ref = tuple(check_positive(r, f"ref_feat_shape[{i}]") for i, r in enumerate(ref_feat_shape))
+        if len(ref) != 2:
+            raise ValueError(f"ref_feat_shape must be (H0, W0), got {ref_feat_shape!r}")
+        coords = [t / s * r for t, s, r in zip(coords, shape, ref, strict=True)]  # [eq:timm-ref]
+    y, x = np.meshgrid(coords[0], coords[1], indexing="ij")
+    return axial_2d_angles_split(y.ravel(), x.ravel(), bands, bands)  # [eq:timm-bands]
+
+
+def rope_mixed_frequencies(dim: int, n_heads: int, *, base: float = 10.0, seed=0) -> np.ndarray:
+    r"""RoPE-Mixed's initial frequencies: per head, ``dim/2`` frequency vectors
+    :math:`(f_x, f_y)` of magnitude :math:`m_j = b^{-4j/D}` pointing in directions
+    :math:`\alpha` and :math:`\alpha + \pi/2` (:math:`\alpha` uniform per head).
+
+    Parameters
+    ----------
+    dim : int
+        Head dimension ``D`` (divisible by 4).
+    n_heads : int
+    base : float, default 10.0
+        RoPE-Mixed's ``rope_theta`` (10, against 100 for its axial variant).
+    seed : int or numpy.random.Generator, default 0
+        Draws :math:`\alpha`; the frequencies are learned from there in training.
+
+    Returns
+    -------
+    numpy.ndarray, shape (2, n_heads, D/2), float64
+        ``[f_x, f_y]``; pair ``j`` of head ``h`` turns by ``x f_x[h, j] + y f_y[h, j]``
+        (:eq:`eq:rope-mixed`, use :func:`rope_mixed_angles`).
+
+    Examples
+    --------
+    >>> f = rope_mixed_frequencies(8, 1)
+    >>> bool(np.allclose(np.hypot(f[0], f[1]), [1.0, 10**-0.5, 1.0, 10**-0.5]))
+    True
+    """
+    d = check_dim(dim)
+    if d % 4:
+        raise ValueError(f"dim must be divisible by 4 for 2-D RoPE, got {d}")
+    h = check_positive_int(n_heads, "n_heads")
+    mag = _inv_freq(d // 2, check_base(base))  # b^(-4j/D), j < D/4
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    alpha = rng.uniform(0.0, 2 * np.pi, size=(h, 1))
+    fx = np.concatenate([mag * np.cos(alpha), mag * np.cos(alpha + np.pi / 2)], axis=1)
+    fy = np.concatenate([mag * np.sin(alpha), mag * np.sin(alpha + np.pi / 2)], axis=1)
+    return np.stack([fx, fy])
+
+
+def rope_mixed_angles(xs, ys, freqs) -> np.ndarray:
+    r"""Angles of RoPE-Mixed: :math:`\phi_{h,j} = x\,f_x[h, j] + y\,f_y[h, j]`.
+
+    Parameters
+    ----------
+    xs, ys : array_like, shape (seq,)
+        Patch coordinates (column, row).
+    freqs : array_like, shape (2, n_heads, k)
+        ``[f_x, f_y]`` (:func:`rope_mixed_frequencies` or learned values).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_heads, seq, k), float64
+
+    Examples
+    --------
+    >>> rope_mixed_angles([1, 0], [0, 2], [[[1.0]], [[0.5]]]).tolist()
+    [[[1.0], [1.0]]]
+    """
+    x = as_positions(xs, "xs")
+    y = as_positions(ys, "ys")
+    if x.shape != y.shape:
+        raise ValueError(f"xs and ys must have the same length, got {x.shape} and {y.shape}")
+    f = as_real_array(freqs, "freqs")
+    if f.ndim != 3 or f.shape[0] != 2:
+        raise ValueError(f"freqs must have shape (2, n_heads, k), got {f.shape}")
+    return (
+        x[None, :, None] * f[0][:, None, :] + y[None, :, None] * f[1][:, None, :]
+    )  # [eq:rope-mixed]

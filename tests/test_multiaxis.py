@@ -168,7 +168,7 @@ def test_mrope_scores_relative_per_axis():
         (
             lambda: mrope_cos_sin(np.zeros((3, 4)), np.ones(4), [2, 2]),
             ValueError,
-            "3 non-negative integers",
+            "3 or 4 non-negative integers",
         ),
         (
             lambda: mrope_cos_sin(np.zeros((3, 4)), np.ones(4), [2, 1, 1], layout="x"),

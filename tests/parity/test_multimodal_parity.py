@@ -1,0 +1,217 @@
+"""Parity of the multimodal position ids and vision 2-D tables with transformers 5.24.0, run
+here: ``get_rope_index`` of Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V / GLM-4.5V (``glm4v``,
+``glm4v_moe``) and Ernie 4.5 VL on synthetic token sequences (token ids from each model's
+config class built without weights), the Ernie 4.5 VL text rotary module, Pixtral's and
+Llama 4's vision rotary modules. timm is not installed here (its pip install would replace
+torch 2.13.0), so timm's RoPE is tested against a loop oracle only
+(tests/test_multimodal_vision.py).
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from refimpl.multiaxis import (
+    apply_rope_tables,
+    llama4_vision_angles,
+    mrope_cos_sin,
+    mrope_decode_position_ids,
+    mrope_position_ids,
+    pixtral_angles,
+    timestamped_video_segments,
+)
+
+torch = pytest.importorskip("torch", reason="parity tests need torch (make venv-torch)")
+transformers = pytest.importorskip(
+    "transformers", reason="parity tests need transformers (make venv-torch)"
+)
+
+pytestmark = pytest.mark.parity
+
+MODELS = {  # name: (modeling module, model class, config class)
+    "qwen2_vl": ("qwen2_vl", "Qwen2VLModel", "Qwen2VLConfig"),
+    "qwen2_5_vl": ("qwen2_5_vl", "Qwen2_5_VLModel", "Qwen2_5_VLConfig"),
+    "qwen3_vl": ("qwen3_vl", "Qwen3VLModel", "Qwen3VLConfig"),
+    "glm4v": ("glm4v", "Glm4vModel", "Glm4vConfig"),
+    "glm4v_moe": ("glm4v_moe", "Glm4vMoeModel", "Glm4vMoeConfig"),
+    "ernie4_5_vl_moe": ("ernie4_5_vl_moe", "Ernie4_5_VLMoeModel", "Ernie4_5_VLMoeConfig"),
+}
+FRAME_SPLIT = {"qwen3_vl", "glm4v", "glm4v_moe"}  # video grids split into (1, H, W) frames
+
+
+def _peer(name):
+    import importlib
+
+    mod, model_cls, config_cls = MODELS[name]
+    modeling = importlib.import_module(f"transformers.models.{mod}.modeling_{mod}")
+    config = getattr(transformers, config_cls)()  # defaults of the released model, no weights
+    model = getattr(modeling, model_cls)
+    fake = SimpleNamespace(config=config)
+    fake.get_vision_position_ids = lambda *a, **k: model.get_vision_position_ids(fake, *a, **k)
+    return model, fake, config
+
+
+def _tokens(segments, config, merge, tmerge):
+    """Token ids and mm_token_type_ids of a segment list (text tokens: id 1)."""
+    ids, types = [], []
+    image_id = config.image_token_id
+    video_id = getattr(config, "video_token_id", image_id)
+    for seg in segments:
+        if seg[0] == "text":
+            ids += [1] * seg[1]
+            types += [0] * seg[1]
+        else:
+            t, h, w = seg[1]
+            n = (t // (tmerge if seg[0] == "video" else 1)) * (h // merge) * (w // merge)
+            ids += [image_id if seg[0] == "image" else video_id] * n
+            types += [1 if seg[0] == "image" else 2] * n
+    return torch.tensor([ids]), torch.tensor([types], dtype=torch.int32)
+
+
+def _mixed(name, rng):
+    """A multi-turn sequence: text, two images, a video, text; random grid sizes."""
+
+    def grid(t):
+        return (t, 2 * int(rng.integers(1, 7)), 2 * int(rng.integers(1, 7)))
+
+    tv = 2 * int(rng.integers(1, 4))
+    video = grid(tv)
+    segs = [
+        ("text", int(rng.integers(1, 9))),
+        ("image", grid(1)),
+        ("text", int(rng.integers(1, 6))),
+    ]
+    segs += [("image", grid(1)), ("text", 3)]
+    if name in FRAME_SPLIT:
+        segs += timestamped_video_segments(video, [int(rng.integers(2, 6)) for _ in range(tv)])
+    else:
+        segs += [("video", video)]
+    segs += [("text", int(rng.integers(1, 12)))]
+    return segs, video
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("seed", range(6))
+def test_position_ids_match_get_rope_index(name, seed):
+    model, fake, config = _peer(name)
+    rng = np.random.default_rng(seed)
+    segs, video = _mixed(name, rng)
+    vc = config.vision_config
+    merge = vc.spatial_merge_size
+    tmerge = getattr(vc, "temporal_merge_size", 1) if name == "ernie4_5_vl_moe" else 1
+    input_ids, types = _tokens(segs, config, merge, tmerge)
+    images = [s[1] for s in segs if s[0] == "image"]
+    kwargs = {}
+    if name == "qwen2_5_vl":
+        second = float(rng.choice([0.5, 1.0, 2.0, 1 / 3]))
+        kwargs["second_per_grid_ts"] = torch.tensor([second])
+        interval = vc.tokens_per_second * second
+        segs = [(*s, interval) if s[0] == "video" else s for s in segs]
+    peer_ids, peer_delta = model.get_rope_index(
+        fake,
+        input_ids,
+        mm_token_type_ids=types,
+        image_grid_thw=torch.tensor(images),
+        video_grid_thw=torch.tensor([video]),
+        **kwargs,
+    )
+    # transformers 5.x resumes text at start + max(H, W) // merge ("spatial")
+    ours = mrope_position_ids(
+        segs,
+        spatial_merge_size=merge,
+        temporal_merge_size=tmerge,
+        resume="spatial",
+        time_precision="float32",
+    )
+    np.testing.assert_array_equal(ours.position_ids, peer_ids[:, 0].numpy())
+    assert ours.rope_delta == int(peer_delta[0, 0])
+    # images only: the "max" rule (Qwen2-VL paper, transformers 4.x) gives the same ids
+    img_only = [s for s in segs if s[0] != "video"]
+    a = mrope_position_ids(img_only, spatial_merge_size=merge, resume="max")
+    b = mrope_position_ids(img_only, spatial_merge_size=merge, resume="spatial")
+    np.testing.assert_array_equal(a.position_ids, b.position_ids)
+
+
+@pytest.mark.parametrize("name", ["qwen2_vl", "qwen2_5_vl"])
+def test_decode_positions_match_compute_3d_position_ids(name):
+    model, fake, config = _peer(name)
+    segs = [("text", 4), ("image", (1, 8, 12)), ("text", 5)]
+    merge = config.vision_config.spatial_merge_size
+    input_ids, types = _tokens(segs, config, merge, 1)
+    _, delta = model.get_rope_index(
+        fake, input_ids, mm_token_type_ids=types, image_grid_thw=torch.tensor([segs[1][1]])
+    )
+    fake.rope_deltas = delta
+    cache = SimpleNamespace(get_seq_length=lambda: input_ids.shape[1])
+    step = model.compute_3d_position_ids(
+        fake,
+        input_ids=None,
+        inputs_embeds=torch.zeros(1, 3, 8),
+        image_grid_thw=None,
+        video_grid_thw=None,
+        attention_mask=None,
+        cache=cache,
+    )
+    ours = mrope_position_ids(segs, spatial_merge_size=merge)
+    new = mrope_decode_position_ids(ours.rope_delta, np.arange(3) + input_ids.shape[1])
+    np.testing.assert_array_equal(new, step[:, 0].numpy())
+
+
+def test_ernie_text_rotary_tables_match_alternating_layout():
+    from transformers.models.ernie4_5_vl_moe import modeling_ernie4_5_vl_moe as m
+
+    config = transformers.Ernie4_5_VLMoeConfig().text_config
+    rotary = m.Ernie4_5_VLMoeTextRotaryEmbedding(config)
+    section = config.rope_parameters.get("mrope_section", [22, 22, 20])
+    d = 2 * sum(section)
+    segs = [("text", 3), ("image", (1, 6, 4)), ("text", 2)]
+    ids = mrope_position_ids(segs).position_ids
+    cos_t, sin_t = rotary(torch.zeros(1, dtype=torch.float32), torch.tensor(ids)[:, None, :])
+    base = config.rope_parameters["rope_theta"]
+    f = 1.0 / base ** (np.arange(0, d, 2) / d)
+    c, s = mrope_cos_sin(ids, f, section, layout="alternating")
+    # transformers repeats each pair's value twice (interleaved pairing), float32 angles
+    np.testing.assert_allclose(cos_t[0, :, 0::2].double().numpy(), c, atol=3e-5)
+    np.testing.assert_allclose(sin_t[0, :, 1::2].double().numpy(), s, atol=3e-5)
+
+
+def test_pixtral_tables_match_transformers():
+    from transformers.models.pixtral import modeling_pixtral as m
+
+    config = transformers.PixtralVisionConfig()
+    rotary = m.PixtralVisionRotaryEmbedding(config)
+    h, w = 5, 7
+    hh, ww = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    pos = torch.tensor(np.stack([hh.ravel(), ww.ravel()], axis=-1))
+    cos_t, sin_t = rotary(torch.zeros(1, dtype=torch.float32), pos)
+    d = config.head_dim
+    ang = pixtral_angles(hh.ravel(), ww.ravel(), dim=d, base=config.rope_parameters["rope_theta"])
+    half = d // 2
+    np.testing.assert_allclose(cos_t[:, :half].double().numpy(), np.cos(ang), atol=2e-6)
+    np.testing.assert_allclose(sin_t[:, half:].double().numpy(), np.sin(ang), atol=2e-6)
+    # and the rotation: transformers' apply_rotary_pos_emb (half pairing)
+    x = torch.randn(1, 1, h * w, d, generator=torch.Generator().manual_seed(0))
+    q, _ = m.apply_rotary_pos_emb(x, x, cos_t, sin_t, unsqueeze_dim=0)
+    ours = apply_rope_tables(x[0, 0].double().numpy(), np.cos(ang), np.sin(ang), pairing="half")
+    np.testing.assert_allclose(q[0, 0].double().numpy(), ours, atol=2e-5)
+
+
+def test_llama4_vision_freqs_match_transformers():
+    from transformers.models.llama4 import modeling_llama4 as m
+
+    config = transformers.Llama4VisionConfig(image_size=112, patch_size=14)
+    freqs = m.Llama4VisionRotaryEmbedding._compute_freqs_ci(config)  # complex (side²+1, 1, D/2)
+    side = config.image_size // config.patch_size
+    d = config.hidden_size // config.num_attention_heads
+    ang = llama4_vision_angles(side, dim=d, base=config.rope_parameters["rope_theta"])
+    peer = freqs[:, 0].numpy()
+    assert peer.shape == ang.shape
+    np.testing.assert_allclose(peer.real, np.cos(ang), atol=3e-6)
+    np.testing.assert_allclose(peer.imag, np.sin(ang), atol=3e-6)
+    x = torch.randn(1, side * side + 1, 1, d, generator=torch.Generator().manual_seed(1))
+    q, _ = m.vision_apply_rotary_emb(x, x, freqs)
+    ours = apply_rope_tables(
+        x[0, :, 0].double().numpy(), np.cos(ang), np.sin(ang), pairing="interleaved"
+    )
+    np.testing.assert_allclose(q[0, :, 0].double().numpy(), ours, atol=2e-5)
