@@ -9,6 +9,7 @@ line on stderr and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -24,8 +25,24 @@ from .streaming import ProgressPrinter, StreamedArray, write_npz_streams
 INPUT_ERRORS = (ValueError, TypeError, OSError, ArithmeticError, RecursionError, MemoryError)
 
 
+def _progression(indices: list[int]) -> int | None:
+    """The common step of three or more evenly spaced indices (None otherwise)."""
+    if len(indices) < 3:
+        return None
+    step = indices[1] - indices[0]
+    ok = step > 1 and all(b - a == step for a, b in itertools.pairwise(indices))
+    return step if ok else None
+
+
 def _ranges(indices: list[int]) -> str:
-    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7-8"``."""
+    """Layer indices compactly: ``"0-2, 5, 7-8"``; ``"3, 7, ..., 47 (every 4th)"``; or
+    ``"0-46 except 3, 7, ..., 43"`` when the layers missing in between are evenly spaced."""
+    step = _progression(indices)
+    if step is not None:
+        return f"{indices[0]}, {indices[1]}, ..., {indices[-1]} (every {step}th)"
+    others = sorted(set(range(indices[0], indices[-1] + 1)) - set(indices))
+    if _progression(others) is not None:
+        return f"{indices[0]}-{indices[-1]} except {others[0]}, {others[1]}, ..., {others[-1]}"
     out, start = [], None
     for i, v in enumerate(indices):
         if start is None:

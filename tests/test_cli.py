@@ -307,3 +307,10 @@ def test_errors_are_one_line_on_stderr(tmp_path, cfg_path, args, message):
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_describe_writes_periodic_layer_patterns_compactly(tmp_path):
+    cfg = {"model_type": "llama4_text", "head_dim": 8, "num_hidden_layers": 48}  # hand-made
+    res = _cli("describe", _write(tmp_path, "l4.json", cfg), "--no-pairs")
+    assert "A layers 0-46 except 3, 7, ..., 43 (full_attention)" in res.stdout
+    assert "- layers 3, 7, ..., 47 (every 4th) (full_attention): no RoPE" in res.stdout
