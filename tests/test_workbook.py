@@ -1,0 +1,298 @@
+"""The student workbook (tools/workbook): every exercise of the book has a check; the student
+notebooks hold the chapter without its solutions; run with their stubs every check fails with a
+hint and nothing crashes; run with the book's solutions injected every check passes; the
+instructor notebooks follow nbgrader's conventions; the Sphinx extension links the downloads.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import nbformat
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(BOOK / "_ext"))
+
+from workbook import build as wb  # noqa: E402
+from workbook import checks, execute, slicing  # noqa: E402
+from workbook.chapters import Code, Exercise, read_chapter  # noqa: E402
+
+CHAPTERS = {p: read_chapter(p) for p in wb.chapter_paths(BOOK)}
+WITH_EXERCISES = {p: ch for p, ch in CHAPTERS.items() if ch.exercises}
+LABELS = {ex.label: p for p, ch in WITH_EXERCISES.items() for ex in ch.exercises}
+
+
+def _id(p: pathlib.Path) -> str:
+    return str(p.relative_to(BOOK).with_suffix(""))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The workbook built into a temporary folder laid out as in the repository."""
+    root = tmp_path_factory.mktemp("wb")
+    for pattern in wb.DATA_GLOBS:
+        for f in ROOT.glob(pattern):
+            (root / f.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, root / f.relative_to(ROOT))
+    written = wb.build(BOOK, root / "workbook", instructor=root / "instructor")
+    return root, written
+
+
+# --- coverage -------------------------------------------------------------------------------
+
+
+def test_every_exercise_has_a_check():
+    missing = [label for label in LABELS if label not in checks.CHECKS]
+    assert not missing, f"exercises without a check in tools/workbook/checks.py: {missing}"
+
+
+def test_every_check_belongs_to_an_exercise():
+    stale = sorted(set(checks.CHECKS) - set(LABELS))
+    assert not stale, f"checks whose exercise label no chapter has (renamed?): {stale}"
+
+
+def test_build_refuses_an_exercise_without_a_check(tmp_path):
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "ch.md").write_text(
+        "---\nkernelspec: {display_name: Python 3, language: python, name: python3}\n---\n\n"
+        "# Ch\n\n```{exercise} New\n:label: ex-not-checked-anywhere\n\nDo it.\n```\n\n"
+        "````{solution-start} ex-not-checked-anywhere\n:class: dropdown\n````\n\nDone.\n\n"
+        "````{solution-end}\n````\n",
+        encoding="utf8",
+    )
+    with pytest.raises(ValueError, match="ex-not-checked-anywhere"):
+        wb.build(book, tmp_path / "out")
+
+
+def test_checkpoint_folders_are_not_chapters(tmp_path):
+    book = tmp_path / "book"
+    (book / ".ipynb_checkpoints").mkdir(parents=True)
+    head = "---\nkernelspec: {display_name: Python 3, language: python, name: python3}\n---\n# X\n"
+    (book / "ch.md").write_text(head, encoding="utf8")
+    (book / ".ipynb_checkpoints" / "ch-checkpoint.md").write_text(head, encoding="utf8")
+    assert wb.chapter_paths(book) == [book / "ch.md"]
+
+
+# --- the generated notebooks ----------------------------------------------------------------
+
+
+def _role(cell, role):
+    return cell.metadata.get("workbook", {}).get("role") == role
+
+
+def test_one_student_notebook_per_chapter(built):
+    root, written = built
+    assert len(written) == len(WITH_EXERCISES)
+    for path, ch in WITH_EXERCISES.items():
+        nb_path = (root / "workbook" / path.relative_to(BOOK)).with_suffix(".ipynb")
+        nb = nbformat.read(nb_path, as_version=4)
+        nbformat.validate(nb)
+        assert nb.metadata.kernelspec.name == "python3" and "jupytext" not in nb.metadata
+        checks_cells = [c for c in nb.cells if _role(c, "check")]
+        answers = [c for c in nb.cells if _role(c, "answer")]
+        assert [c.source for c in checks_cells] == [f'check("{e.label}")' for e in ch.exercises]
+        for cell, ex in zip(answers, ch.exercises, strict=True):
+            assert checks.CHECKS[ex.label].stub in cell.source
+    for name in (wb.CHECKS_FILE, "_plots.py"):
+        assert (root / "workbook" / name).is_file()
+
+
+def _solution_lines(ex: Exercise, allowed: set[str]) -> set[str]:
+    """Distinctive lines of a solution: code lines and prose sentences not found elsewhere."""
+    lines = {ln.strip() for src in ex.solution_code for ln in src.splitlines()}
+    lines |= {ln.strip() for t in ex.solution_text for ln in t.splitlines()}
+    return {ln for ln in lines if len(ln) > 24 and ln not in allowed}
+
+
+def test_student_notebooks_hold_no_solution_and_no_output(built):
+    root, _ = built
+    for path, ch in WITH_EXERCISES.items():
+        nb = nbformat.read((root / "workbook" / path.relative_to(BOOK)).with_suffix(".ipynb"), 4)
+        text = "\n".join(c.source for c in nb.cells)
+        worked = {
+            ln.strip() for p in ch.parts if isinstance(p, Code) for ln in p.source.splitlines()
+        }
+        worked |= {
+            ln.strip()
+            for p in ch.parts
+            if not isinstance(p, (Code, Exercise))
+            for ln in p.source.splitlines()
+        }
+        for ex in ch.exercises:  # the stubs' own lines (a function's signature) are allowed
+            worked |= {ln.strip() for ln in checks.CHECKS[ex.label].stub.splitlines()}
+        for ex in ch.exercises:
+            leaked = [ln for ln in _solution_lines(ex, worked) if ln in text]
+            assert not leaked, (
+                f"{_id(path)}: solution of {ex.label} in the student notebook: {leaked}"
+            )
+        assert "BEGIN SOLUTION" not in text and "solution-start" not in text
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None
+
+
+def test_instructor_notebooks_follow_nbgrader(built):
+    root, _ = built
+    path, ch = next(iter(WITH_EXERCISES.items()))
+    nb = nbformat.read((root / "instructor" / path.relative_to(BOOK)).with_suffix(".ipynb"), 4)
+    answers = [c for c in nb.cells if _role(c, "answer")]
+    grades = [c for c in nb.cells if _role(c, "check")]
+    assert len(answers) == len(grades) == len(ch.exercises)
+    for cell, ex in zip(answers, ch.exercises, strict=True):
+        assert wb.BEGIN in cell.source and wb.END in cell.source
+        assert cell.metadata.nbgrader["solution"] and cell.metadata.nbgrader["grade_id"] == ex.label
+        assert ex.solution_code[0].strip().splitlines()[0] in cell.source
+    for cell in grades:
+        assert cell.metadata.nbgrader["grade"] and cell.metadata.nbgrader["locked"]
+
+
+def test_no_worked_code_reads_a_name_only_a_solution_defines():
+    """Run All in a student notebook cannot fail for lack of a solution's variables."""
+    for path, ch in WITH_EXERCISES.items():
+        solution_only, defined = set(), set()
+        for part in ch.parts:
+            if isinstance(part, Exercise):
+                for src in part.solution_code:
+                    solution_only |= {
+                        n.id
+                        for n in ast.walk(ast.parse(src))
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                    }
+                solution_only -= defined
+            elif isinstance(part, Code):
+                tree = ast.parse(part.source)
+                reads = {
+                    n.id
+                    for n in ast.walk(tree)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                }
+                stores = {
+                    n.id
+                    for n in ast.walk(tree)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                }
+                bad = (reads - stores) & solution_only
+                assert not bad, f"{_id(path)}: worked code reads {bad}, defined only in a solution"
+                defined |= stores
+
+
+def test_zip_holds_the_workbook_and_its_data(built, tmp_path):
+    root, written = built
+    z = wb.make_zip(root / "workbook", tmp_path / "wb.zip")
+    names = set(zipfile.ZipFile(z).namelist())
+    assert {f"workbook/{p.relative_to(root / 'workbook').as_posix()}" for p in written} <= names
+    assert "workbook/workbook_checks.py" in names
+    assert any(n.startswith("experiments/results/") for n in names)
+
+
+# --- checks on bad answers ------------------------------------------------------------------
+
+
+def _raiser(*args, **kwargs):
+    raise RuntimeError("student bug")
+
+
+@pytest.mark.parametrize("value", [None, 1, "x", np.zeros((2, 2)), _raiser, ...])
+def test_a_check_never_raises_on_a_bad_answer(value, capsys):
+    for label, spec in checks.CHECKS.items():
+        ns = {"__name__": "__main__", **{n: value for n in spec.names}}
+        grade = checks._run(spec, ns)
+        assert not grade, f"{label} passed the answer {value!r}"
+        assert grade.hint, label
+
+
+def test_check_prints_a_hint_and_strict_mode_raises(monkeypatch, capsys):
+    ns = {"table": np.zeros((50, 16))}
+    checks.check("ex-sin-table", ns)
+    out = capsys.readouterr().out
+    assert out.startswith("[ex-sin-table] FAIL:") and "Hint:" in out
+    assert not checks.RESULTS["ex-sin-table"]
+    monkeypatch.setenv(checks.STRICT_ENV, "1")
+    with pytest.raises(AssertionError, match="ex-sin-table"):
+        checks.check("ex-sin-table", ns)
+
+
+def test_not_done_yet_is_reported_as_such():
+    spec = checks.CHECKS["ex-check-apply"]
+    ns = {}
+    exec(spec.stub, {"NotDoneYet": checks.NotDoneYet, "np": np}, ns)
+    grade = checks._run(spec, ns)
+    assert not grade and grade.hint.startswith("Not done yet: my_rope")
+
+
+# --- executing every notebook: stubs fail with hints, solutions pass -------------------------
+
+
+@pytest.mark.parametrize("path", sorted(WITH_EXERCISES), ids=_id)
+def test_notebook_stubs_fail_and_solutions_pass(path, built):
+    root, _ = built
+    ch = WITH_EXERCISES[path]
+    rel = path.relative_to(BOOK)
+    nb = wb.chapter_notebook(slicing.sliced(ch), rel)
+    stub, solved = execute.run(nb, ch, root / "workbook" / rel.parent)
+    labels = [ex.label for ex in ch.exercises]
+    assert sorted(stub) == sorted(labels) and sorted(solved) == sorted(labels)
+    for label in labels:
+        passed, hint = stub[label]
+        assert not passed and hint.startswith("Not done yet"), (label, hint)
+        passed, hint = solved[label]
+        assert passed, f"{label} fails with the book's solution: {hint}"
+
+
+# --- the Sphinx extension -------------------------------------------------------------------
+
+
+def test_link_html_is_relative_to_the_page():
+    import workbook_downloads as ext
+
+    html = ext.link_html("book/experiments/x", "_workbook/experiments/x.ipynb", "Get it")
+    assert 'href="../../_workbook/experiments/x.ipynb"' in html and 'download="x.ipynb"' in html
+
+
+def test_extension_links_downloads_in_a_tiny_book(tmp_path):
+    src = tmp_path / "site"
+    (src / "book").mkdir(parents=True)
+    shutil.copy(BOOK / "sinusoidal.md", src / "book" / "sinusoidal.md")
+    shutil.copy(BOOK / "_plots.py", src / "book" / "_plots.py")
+    (src / "book" / "exercises.md").write_text("# Exercises\n\nAll of them.\n", encoding="utf8")
+    (src / "index.md").write_text(
+        "# T\n\n```{toctree}\nbook/sinusoidal\nbook/exercises\n```\n", encoding="utf8"
+    )
+    (src / "conf.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(BOOK / '_ext')!r})\n"
+        "extensions = ['myst_parser', 'sphinx_exercise', 'workbook_downloads']\n"
+        "myst_enable_extensions = ['colon_fence', 'dollarmath', 'amsmath']\n"
+        f"workbook_tools_dir = {str(ROOT / 'tools')!r}\n"
+        "exclude_patterns = ['_build']\n",
+        encoding="utf8",
+    )
+    out = tmp_path / "html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", str(src), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    page = (out / "book" / "sinusoidal.html").read_text(encoding="utf8")
+    assert 'href="../_workbook/sinusoidal.ipynb"' in page
+    index = (out / "book" / "exercises.html").read_text(encoding="utf8")
+    assert 'href="../_workbook/refimpl-workbook.zip"' in index
+    nb = json.loads((out / "_workbook" / "sinusoidal.ipynb").read_text(encoding="utf8"))
+    assert any('check("ex-sin-table")' in "".join(c["source"]) for c in nb["cells"])
+    assert (
+        "workbook/sinusoidal.ipynb"
+        in zipfile.ZipFile(out / "_workbook" / "refimpl-workbook.zip").namelist()
+    )
