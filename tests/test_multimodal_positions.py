@@ -1,0 +1,253 @@
+"""M-RoPE position ids and layouts against loop oracles written from the model sources'
+description (text on all axes, grids enumerated frame, row, column, text resuming after the
+block, decode offsets); properties with hypothesis; every error path."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from refimpl.multiaxis import (
+    mrope_axis_of_pair,
+    mrope_cos_sin,
+    mrope_decode_position_ids,
+    mrope_position_ids,
+    mrope_vision_position_ids,
+    timestamped_video_segments,
+)
+from refimpl.rotary import apply_rope_tables, cos_sin, inv_freq
+
+
+def oracle_ids(segments, merge, tmerge, resume):
+    """One token at a time: the Qwen2-VL rules as the paper and the model code state them."""
+    rows, pos = [], 0
+    for seg in segments:
+        if seg[0] == "text":
+            for _ in range(seg[1]):
+                rows.append((pos, pos, pos))
+                pos += 1
+            continue
+        t, h, w = seg[1]
+        tau = seg[2] if len(seg) == 3 else 1.0
+        tm = tmerge if seg[0] == "video" else 1
+        block = []
+        for a in range(t // tm):
+            for b in range(h // merge):
+                for c in range(w // merge):
+                    block.append((pos + int(np.floor(a * tau)), pos + b, pos + c))
+        rows += block
+        if resume == "max":
+            pos = max(max(r) for r in block) + 1
+        else:
+            pos += max(h, w) // merge
+    return np.array(rows, dtype=np.int64).T
+
+
+def oracle_axis(section, layout):
+    out = []
+    for j in range(sum(section)):
+        if layout == "blocked":
+            out.append(int(np.searchsorted(np.cumsum(section), j, side="right")))
+        elif layout == "interleaved":
+            if j % 3 == 1 and j < 3 * section[1]:
+                out.append(1)
+            elif j % 3 == 2 and j < 3 * section[2]:
+                out.append(2)
+            else:
+                out.append(0)
+        else:  # alternating, section (h, w, t)
+            out.append(0 if j >= section[0] + section[1] else 1 + j % 2)
+    return np.array(out)
+
+
+GRID = st.tuples(st.integers(1, 4), st.integers(1, 5), st.integers(1, 5))
+
+
+@st.composite
+def sequences(draw):
+    merge = draw(st.sampled_from([1, 2]))
+    tmerge = draw(st.sampled_from([1, 2]))
+    segs = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["text", "image", "video"]))
+        if kind == "text":
+            segs.append(("text", draw(st.integers(1, 7))))
+            continue
+        t, h, w = draw(GRID)
+        grid = (1 if kind == "image" else t * tmerge, h * merge, w * merge)
+        if kind == "video" and draw(st.booleans()):
+            segs.append(("video", grid, draw(st.sampled_from([0.5, 1.0, 2.0, 4.0, 25.0]))))
+        else:
+            segs.append((kind, grid))
+    if all(s[0] == "text" and s[1] == 0 for s in segs):
+        segs.append(("text", 1))
+    return segs, merge, tmerge
+
+
+@given(sequences(), st.sampled_from(["max", "spatial"]))
+def test_position_ids_match_loop_oracle(case, resume):
+    segs, merge, tmerge = case
+    got = mrope_position_ids(
+        segs, spatial_merge_size=merge, temporal_merge_size=tmerge, resume=resume
+    )
+    want = oracle_ids(segs, merge, tmerge, resume)
+    np.testing.assert_array_equal(got.position_ids, want)
+    assert got.rope_delta == want.max() + 1 - want.shape[1]
+
+
+@given(sequences())
+def test_text_tokens_have_equal_rows_and_resume_after_the_block(case):
+    segs, merge, tmerge = case
+    ids = mrope_position_ids(segs, spatial_merge_size=merge, temporal_merge_size=tmerge)[0]
+    start = 0
+    for seg in segs:
+        n = (
+            seg[1]
+            if seg[0] == "text"
+            else int(np.prod(seg[1])) // merge**2 // (tmerge if seg[0] == "video" else 1)
+        )
+        block = ids[:, start : start + n]
+        if seg[0] == "text":
+            assert np.all(block[0] == block[1]) and np.all(block[1] == block[2])
+            assert np.all(np.diff(block[0]) == 1)
+            # text resumes one past everything before it ("max" rule)
+            assert start == 0 or block[0, 0] == ids[:, :start].max() + 1
+        start += n
+
+
+def test_images_agree_under_both_resume_rules_and_videos_can_differ():
+    imgs = [("text", 3), ("image", (1, 4, 8)), ("text", 2), ("image", (1, 6, 2)), ("text", 1)]
+    a = mrope_position_ids(imgs, resume="max")
+    b = mrope_position_ids(imgs, resume="spatial")
+    np.testing.assert_array_equal(a.position_ids, b.position_ids)
+    # a Qwen2.5-VL video (interval 2 tokens/s x 2 s = 4) whose time outruns its 2 x 2 grid
+    vid = [("text", 1), ("video", (3, 4, 4), 4.0), ("text", 1)]
+    a = mrope_position_ids(vid, resume="max")
+    b = mrope_position_ids(vid, resume="spatial")
+    assert a.position_ids[0, -1] == 1 + 2 * 4 + 1  # after t = 9
+    assert b.position_ids[0, -1] == 1 + 2  # start + max(H, W) // 2 ignores time
+    assert a.position_ids[0, -1] > b.position_ids[1:, :-1].max()
+
+
+def test_qwen3_frames_between_timestamps_and_float32_time():
+    segs = timestamped_video_segments((2, 4, 4), [3, 2])
+    ids = mrope_position_ids(segs).position_ids
+    # each frame sits at its own start on t: after 3 timestamp tokens, and after 1 + 2 more
+    assert ids[0, 3] == 3 and ids[0, 3 + 4 + 3] == 3 + 2 + 1 + 2
+    # transformers multiplies a float32 interval: frame 23 at 7/23 per frame is 7 exactly,
+    # 7.0 in float64 but 6.9999995 in float32, truncated to 6
+    v = mrope_vision_position_ids(0, (24, 2, 2), time_interval=7 / 23, time_precision="float32")
+    w = mrope_vision_position_ids(0, (24, 2, 2), time_interval=7 / 23)
+    assert v[0, 23] == 6 and w[0, 23] == 7
+    np.testing.assert_array_equal(v[:, :23], w[:, :23])
+
+
+@given(
+    st.integers(-1000, 1000),
+    st.lists(st.integers(0, 10**6), min_size=1, max_size=8),
+    st.sampled_from([3, 4]),
+)
+def test_decode_positions(delta, cache, axes):
+    out = mrope_decode_position_ids(delta, cache, n_axes=axes)
+    assert out.shape == (axes, len(cache))
+    assert np.all(out == np.array(cache) + delta)
+
+
+@given(sequences(), st.integers(1, 5))
+def test_decode_continues_where_the_prompt_ends(case, n_new):
+    segs, merge, tmerge = case
+    ids, delta = mrope_position_ids(segs, spatial_merge_size=merge, temporal_merge_size=tmerge)
+    new = mrope_decode_position_ids(delta, np.arange(n_new) + ids.shape[1])
+    assert new[0, 0] == ids.max() + 1
+    # the generated ids equal the ids of the same tokens appended as text
+    longer = mrope_position_ids(
+        [*segs, ("text", n_new)], spatial_merge_size=merge, temporal_merge_size=tmerge
+    ).position_ids
+    np.testing.assert_array_equal(longer[:, -n_new:], new)
+
+
+SECTIONS = st.tuples(st.integers(0, 12), st.integers(0, 12), st.integers(0, 12)).filter(
+    lambda s: sum(s) > 0
+)
+
+
+@given(SECTIONS, st.sampled_from(["blocked", "interleaved", "alternating"]))
+def test_axis_of_pair_matches_oracle(section, layout):
+    if layout == "alternating":
+        section = (section[0], section[0], section[2])
+        if sum(section) == 0:
+            return
+    np.testing.assert_array_equal(mrope_axis_of_pair(section, layout), oracle_axis(section, layout))
+
+
+@given(st.tuples(*[st.integers(0, 6)] * 4).filter(lambda s: sum(s) > 0))
+def test_four_section_blocked_layout_reads_four_rows(section):
+    half = sum(section)
+    rng = np.random.default_rng(half)
+    ids = rng.integers(0, 50, size=(4, 5))
+    f = inv_freq(2 * half)
+    c, _ = mrope_cos_sin(ids, f, section)
+    axis = np.repeat(np.arange(4), section)
+    np.testing.assert_allclose(c, np.cos(ids[axis].T * f), rtol=0, atol=0)
+    # text tokens (equal rows) reduce to 1-D RoPE in every layout
+    p = rng.integers(0, 10**5, size=7)
+    c4, s4 = mrope_cos_sin(np.tile(p, (4, 1)), f, section)
+    c1, s1 = cos_sin(p, f)
+    assert np.array_equal(c4, c1) and np.array_equal(s4, s1)
+
+
+@given(st.integers(1, 10), st.integers(0, 10), st.integers(0, 60), st.integers(0, 60))
+def test_alternating_layout_is_relative_per_axis(shw, st_, shift_h, shift_w):
+    section = (shw, shw, st_)
+    half = sum(section)
+    f = inv_freq(2 * half, 500.0)
+    rng = np.random.default_rng(half + shift_h)
+    q, k = rng.normal(size=(2, 2 * half))
+    ids = rng.integers(0, 40, size=(3, 2))
+    moved = ids + np.array([[shift_w], [shift_h], [shift_h + shift_w]])
+    sc = []
+    for pos in (ids, moved):
+        c, s = mrope_cos_sin(pos, f, section, layout="alternating")
+        y = apply_rope_tables(np.stack([q, k]), c, s, pairing="interleaved")
+        sc.append(y[0] @ y[1])
+    assert sc[0] == pytest.approx(sc[1], rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "match"),
+    [
+        (lambda: mrope_position_ids([("text", 0)]), ValueError, "at least one token"),
+        (lambda: mrope_position_ids("text"), TypeError, "sequence of segments"),
+        (lambda: mrope_position_ids([("audio", 3)]), ValueError, "segments\\[0\\]\\[0\\] must be"),
+        (lambda: mrope_position_ids([5]), TypeError, "segments\\[0\\] must be"),
+        (lambda: mrope_position_ids([("image", (1, 3, 4))]), ValueError, "divisible by"),
+        (lambda: mrope_position_ids([("image", (1, 4))]), ValueError, "grid must be"),
+        (lambda: mrope_position_ids([("image", (1, 4, 4), 2.0)]), ValueError, "no time_interval"),
+        (
+            lambda: mrope_position_ids([("video", (3, 4, 4))], temporal_merge_size=2),
+            ValueError,
+            "T must be divisible",
+        ),
+        (lambda: mrope_position_ids([("video", (2, 4, 4), -1.0)]), ValueError, "time_interval"),
+        (lambda: mrope_position_ids([("text", 2)], resume="min"), ValueError, "resume must be"),
+        (lambda: mrope_position_ids([("text", 2.5)]), TypeError, "length must be an integer"),
+        (lambda: mrope_decode_position_ids(0, [[1]]), TypeError, "cache_position"),
+        (lambda: mrope_decode_position_ids(0, [-1]), ValueError, "non-negative"),
+        (lambda: timestamped_video_segments((2, 4, 4), [1]), ValueError, "T = 2 entries"),
+        (lambda: mrope_axis_of_pair([2, 3, 3], "alternating"), ValueError, "s_h == s_w"),
+        (lambda: mrope_axis_of_pair([1, 1, 1, 1], "interleaved"), ValueError, "3 non-negative"),
+        (
+            lambda: mrope_cos_sin(np.zeros((3, 2)), np.ones(4), [1, 1, 1, 1]),
+            ValueError,
+            "shape \\(4, seq\\)",
+        ),
+        (
+            lambda: mrope_cos_sin(np.zeros((3, 2)), np.ones(4), [1.5, 1, 1.5]),
+            ValueError,
+            "non-negative integers",
+        ),
+    ],
+)
+def test_errors(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
