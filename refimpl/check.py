@@ -526,6 +526,22 @@ def _read_matrices(call: _Caller, pos: np.ndarray, d: int, explicit: bool):
     return pos[keep], np.stack(answered), [_note(text + ". Pass positions= to choose them.")]
 
 
+# Input rows whose QR factor has a diagonal entry below this fraction of the largest do not
+# determine the map (float64 leaves ~1e-16; independent random rows give ~1e-2 or more).
+_RANK_TOL = 1e-10
+
+
+def _least_squares(xm: np.ndarray, ym: np.ndarray) -> np.ndarray | None:
+    """``S`` with ``ym ~ xm @ S`` by QR (accurate to ~cond(xm) eps), or None when the rows do
+    not span the feature space. (An SVD per position, as in ``lstsq``, costs several times
+    more.)"""
+    q, r = np.linalg.qr(xm)  # xm (n, d) = q (n, d) @ r (d, d)
+    diag = np.abs(np.diag(r))
+    if np.min(diag) < _RANK_TOL * np.max(diag):
+        return None
+    return np.linalg.solve(r, q.T @ ym)
+
+
 def _matrices_from_arrays(positions, x, y, d: int):
     """Least-squares matrices from rows ``y = R_m x`` grouped by position.
 
@@ -549,10 +565,10 @@ def _matrices_from_arrays(positions, x, y, d: int):
     for m in np.unique(pos_all):
         rows = pos_all == m
         xm, ym = xs[rows], ys[rows]
-        if len(xm) < d or np.linalg.matrix_rank(xm) < d:
+        sol = _least_squares(xm, ym) if len(xm) >= d else None  # ym = xm @ R^T
+        if sol is None:
             short.append(float(m))
             continue
-        sol, *_ = np.linalg.lstsq(xm, ym, rcond=None)  # ym = xm @ R^T
         resid = np.max(np.abs(xm @ sol - ym)) / (np.max(np.abs(ym)) + 1e-300)
         lin_err = max(lin_err, float(resid))
         kept.append(float(m))
