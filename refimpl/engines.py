@@ -95,6 +95,28 @@ def ggml_yarn_corr_dims(
     return low, high
 
 
+def _fma32(a, b, c) -> np.ndarray:
+    """float32 ``fmaf(a, b, c)``: ``a * b + c`` with a single rounding.
+
+    ``a * b`` of float32 values is exact in float64; the float64 sum is made round-to-odd
+    with its exact error (TwoSum), and rounding a round-to-odd float64 to float32 is correct
+    rounding (53 >= 24 + 2 bits), so no double-rounding error can occur.
+    """
+    p = a.astype(np.float64) * b.astype(np.float64)
+    c64 = np.broadcast_to(np.asarray(c, np.float64), p.shape)
+    t = p + c64
+    bp = t - c64
+    err = (p - bp) + (c64 - (t - bp))  # TwoSum: t + err == p + c exactly
+    even = (t.view(np.int64) & 1) == 0
+    odd = np.where((err != 0) & even, np.nextafter(t, t + err), t)
+    return odd.astype(_F32)
+
+
+def _blend(a, b, c, fused: bool) -> np.ndarray:
+    """float32 ``a * b + c``: one rounding (fused multiply-add) or two."""
+    return _fma32(a, b, c) if fused else a * b + c
+
+
 def _ggml_angles(pos, n, freq_base, freq_factors):
     """theta_extrap per position and pair: cumulative float32 products, then ``/ ff``."""
     theta_scale = _f32_pow(freq_base, _F32(-2.0) / _F32(n))
@@ -118,6 +140,7 @@ def ggml_cos_sin(
     beta_slow: float = 1.0,
     n_ctx_orig: int = 0,
     freq_factors=None,
+    fused: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""cos/sin tables of ggml's CPU ``rope`` kernel, in its float32 arithmetic.
 
@@ -141,6 +164,11 @@ def ggml_cos_sin(
         Original context for the correction range (needed when ``ext_factor != 0``).
     freq_factors : array_like, shape (n_dims/2,), optional
         Per-pair divisors (the ``rope_freqs`` or LongRoPE factor tensor).
+    fused : bool, default True
+        The YaRN blend ``theta_interp * (1 - mix) + theta_extrap * mix`` as the compiler
+        contracts it when ggml is built for a CPU with FMA (its default native build on
+        x86-64): ``fmaf(theta_interp, 1 - mix, theta_extrap * mix)``. ``False``: two rounded
+        products and a rounded sum, as the C source reads without contraction.
 
     Returns
     -------
@@ -158,6 +186,8 @@ def ggml_cos_sin(
     (dtype('float32'), (2, 2))
     """
     n = check_dim(n_dims, "n_dims")
+    if not isinstance(fused, bool):
+        raise TypeError(f"fused must be a bool, got {type(fused).__name__}")
     pos = as_positions(positions)
     if np.any(pos != np.round(pos)):
         raise ValueError("positions must be integers (ggml takes int32 positions)")
@@ -178,7 +208,7 @@ def ggml_cos_sin(
         mix = (
             _F32(1) - np.minimum(_F32(1), np.maximum(_F32(0), y))
         ) * ext  # [eq:engines-ggml-yarn]
-        theta = theta * (_F32(1) - mix) + theta_extrap * mix
+        theta = _blend(theta, _F32(1) - mix, theta_extrap * mix, fused)
         mscale = mscale * (_F32(1) + _F32(0.1) * _f32_log(_F32(1) / fs))
     t64 = theta.astype(np.float64)
     cos = np.cos(t64).astype(_F32) * mscale  # cosf, then the magnitude in float32
@@ -211,14 +241,18 @@ def mlx_cos_sin(
     Notes
     -----
     Book equation ``eq:engines-mlx``. The angle is the float32 product of the scaled position
-    and the float32 frequency.
+    and the float32 frequency. MLX's own float32 ``exp`` is not correctly rounded (up to 9 ulp
+    from it on the frequencies of common bases, measured in tests/engines): with ``base`` the
+    frequencies here are the correctly rounded ones, so angles differ from MLX's by up to
+    ``position * 9 ulp(theta_i)``; with ``freqs`` (one float32 division) they are MLX's.
     """
     n = check_dim(dims, "dims")
     pos = as_positions(positions).astype(_F32) * _F32(check_positive(scale, "scale"))
     if freqs is None:
         b = check_positive(base, "base")
-        i = np.arange(n // 2, dtype=_F32)
-        inv = np.exp(-i * _F32(math.log(b)) / _F32(n // 2))  # [eq:engines-mlx]
+        step = _F32(math.log(b) / (n // 2))  # ln(b) / (dims/2) in double, then float32
+        exponent = -np.arange(n // 2, dtype=_F32) * step
+        inv = np.exp(exponent.astype(np.float64)).astype(_F32)  # [eq:engines-mlx]
     else:
         periods = np.asarray(freqs, dtype=_F32)
         if periods.shape != (n // 2,) or np.any(~(periods > 0)):
