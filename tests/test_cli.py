@@ -314,3 +314,17 @@ def test_describe_writes_periodic_layer_patterns_compactly(tmp_path):
     res = _cli("describe", _write(tmp_path, "l4.json", cfg), "--no-pairs")
     assert "A layers 0-46 except 3, 7, ..., 43 (full_attention)" in res.stdout
     assert "- layers 3, 7, ..., 47 (every 4th) (full_attention): no RoPE" in res.stdout
+
+
+def test_golden_checks_the_free_space_before_writing(cfg_path, tmp_path, capsys, monkeypatch):
+    import collections
+
+    import refimpl.streaming
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(refimpl.streaming.shutil, "disk_usage", lambda _: usage(10, 10, 4096))
+    out = tmp_path / "g.npz"
+    assert main(["golden", str(cfg_path), "--positions", "100000", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GiB free" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == [cfg_path]

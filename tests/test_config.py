@@ -229,6 +229,11 @@ def test_spec_refuses_to_construct_inconsistently(kwargs, exc, message):
         RopeSpec(**{**args, **kwargs})
 
 
+def test_spec_of_nonsense_fields_does_not_construct():
+    with pytest.raises(TypeError, match="dim must be an integer"):
+        RopeSpec(dim="x", rotary_dim=-3, base="b", rope_type="default", inv_freq="z")
+
+
 def test_spec_admits_float32_stored_frequencies_and_keys_group_equal_specs():
     f32 = inv_freq(128, 1e4).astype(np.float32).astype(np.float64)
     assert np.max(np.abs(f32 / inv_freq(128, 1e4) - 1)) < INV_FREQ_AGREEMENT
