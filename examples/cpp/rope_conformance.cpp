@@ -288,9 +288,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   fs::path suite(argv[1]), results(argv[2]);
-  fs::create_directories(results);
   int n = 0;
   try {
+    fs::create_directories(results);
     for (const auto& file : fs::directory_iterator(suite)) {
       if (file.path().extension() != ".safetensors") continue;
       SafeTensors st = read_safetensors(file.path());
