@@ -487,7 +487,10 @@ def write_cos_sin_npz(
 
 
 def _dtype_name(dtype) -> str:
+    """The dtype's name; None (which NumPy reads as float64) and non-dtypes are refused."""
     try:
+        if not isinstance(dtype, str | np.dtype | type):
+            raise TypeError
         return str(np.dtype(dtype))
     except TypeError:
         raise TypeError(f"dtype must name a float dtype, got {dtype!r}") from None
