@@ -4,11 +4,13 @@
 #   make workbook-zip    _build/refimpl-workbook.zip (the workbook and the data it reads)
 #   make workbook-clean  remove both folders (answers included)
 #   make lab             install JupyterLab (pinned) and open the workbook in it
+#                        (LAB_PORT=8888, LAB_ARGS='--no-browser' or '--allow-root' as needed)
 WORKBOOK            := workbook
 WORKBOOK_INSTRUCTOR := workbook-instructor
 JUPYTERLAB_PIN      := jupyterlab==4.6.6
 LAB_STAMP           := $(VENV)/.installed-lab
 LAB_PORT            ?= 8888
+LAB_ARGS            ?=
 WORKBOOK_PY         := PYTHONPATH=tools $(PY) -m workbook
 
 .PHONY: workbook workbook-zip workbook-clean lab
@@ -29,4 +31,4 @@ $(LAB_STAMP): $(STAMP)
 
 lab: $(LAB_STAMP) workbook
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR)/$(WORKBOOK) --ServerApp.port=$(LAB_PORT) \
-		--LabApp.default_url=/lab/tree/quickstart.ipynb
+		--LabApp.default_url=/lab/tree/quickstart.ipynb $(LAB_ARGS)

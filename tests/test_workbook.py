@@ -23,9 +23,10 @@ BOOK = ROOT / "book"
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(BOOK / "_ext"))
 
+from workbook.chapters import Code, Exercise, read_chapter  # noqa: E402
+
 from workbook import build as wb  # noqa: E402
 from workbook import checks, execute, slicing  # noqa: E402
-from workbook.chapters import Code, Exercise, read_chapter  # noqa: E402
 
 CHAPTERS = {p: read_chapter(p) for p in wb.chapter_paths(BOOK)}
 WITH_EXERCISES = {p: ch for p, ch in CHAPTERS.items() if ch.exercises}
@@ -296,3 +297,54 @@ def test_extension_links_downloads_in_a_tiny_book(tmp_path):
         "workbook/sinusoidal.ipynb"
         in zipfile.ZipFile(out / "_workbook" / "refimpl-workbook.zip").namelist()
     )
+
+
+# --- classic mistakes, as a student makes them in the workbook ------------------------------
+
+
+def _timing_signal(n, d, base=1e4):
+    """tensor2tensor's get_timing_signal_1d (fairseq's sinusoidal embedding): sin | cos."""
+    inc = np.log(base) / (d // 2 - 1)
+    t = np.arange(n)[:, None] * np.exp(-inc * np.arange(d // 2))[None, :]
+    return np.concatenate([np.sin(t), np.cos(t)], axis=1)
+
+
+def _in_place_rope(x, positions):
+    x[...] = __import__("refimpl").apply_rope(x, positions, pairing="interleaved")
+    return x
+
+
+def _batch_only(x, positions):
+    if x.ndim != 3:
+        raise ValueError("expected x of shape (batch, seq, dim)")
+    return x
+
+
+@pytest.mark.parametrize(
+    ("label", "answer", "words"),
+    [
+        ("ex-check-inv-freq", {"answer": 5e5 ** -np.linspace(0, 1, 64)}, "d/2 - 1"),
+        (
+            "ex-base-freq",
+            {"answer": np.float16(1e6 ** (-np.arange(0, 128, 2) / 128)), "n": 0},
+            "float16",
+        ),
+        ("ex-sin-table", {"table": _timing_signal(50, 16)}, "tensor2tensor/fairseq"),
+        (
+            "ex-alibi-six",
+            {"answer": 2.0 ** (-8.0 * np.arange(1, 7) / 6), "unused": []},
+            "power-of-two",
+        ),
+        ("ex-check-apply", {"my_rope": _in_place_rope}, "in place"),
+        ("ex-check-apply", {"my_rope": _batch_only}, "ValueError: expected x of shape"),
+        (
+            "ex-complexity-bias-memory",
+            {"bias_bytes": 131072**2 * 4, "rope_bytes": 2 * 131072 * 128 * 4},
+            "One value per pair",
+        ),
+    ],
+)
+def test_classic_mistakes_get_their_hint(label, answer, words, capsys):
+    checks.check(label, dict(answer))
+    out = capsys.readouterr().out
+    assert f"[{label}] FAIL" in out and words in out, out
