@@ -2,8 +2,8 @@
 here: ``get_rope_index`` of Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V / GLM-4.5V (``glm4v``,
 ``glm4v_moe``) and Ernie 4.5 VL on synthetic token sequences (token ids from each model's
 config class built without weights), the Ernie 4.5 VL text rotary module, Pixtral's and
-Llama 4's vision rotary modules. timm is not installed here (its pip install would replace
-torch 2.13.0), so timm's RoPE is tested against a loop oracle only
+Llama 4's vision rotary modules and Whisper's sinusoids. timm is not installed here (its pip
+install would replace torch 2.13.0), so timm's RoPE is tested against a loop oracle only
 (tests/test_multimodal_vision.py).
 """
 
@@ -215,3 +215,16 @@ def test_llama4_vision_freqs_match_transformers():
         x[0, :, 0].double().numpy(), np.cos(ang), np.sin(ang), pairing="interleaved"
     )
     np.testing.assert_allclose(q[0, :, 0].double().numpy(), ours, atol=2e-5)
+
+
+@pytest.mark.parametrize(("length", "channels"), [(1500, 384), (1500, 1280), (50, 4)])
+def test_whisper_sinusoids_match_transformers(length, channels):
+    from transformers.models.whisper.modeling_whisper import sinusoids
+
+    from refimpl.audio import whisper_sinusoids
+
+    peer = sinusoids(length, channels).double().numpy()  # float32 angles
+    ours = whisper_sinusoids(length, channels)
+    # float32 angles up to 1499 rad carry ~1e-4 absolute error (half an ulp of 1499 is 6e-5)
+    np.testing.assert_allclose(peer, ours, atol=2e-4, rtol=0)
+    np.testing.assert_allclose(peer[:10], ours[:10], atol=1e-6, rtol=0)
