@@ -53,7 +53,6 @@ class Family:
     rotary: str
     attention: str
     rotate_fns: tuple[str, ...] = ("apply_rotary_pos_emb",)  # the model's rotation functions
-    text_config: bool = False  # the rope fields live in config["text_config"]
     per_layer_type: bool = False  # rotary forward takes layer_type (Gemma 3/4)
     decoder: str = ""  # decoder layer class (default: <attention without "Attention">DecoderLayer)
     attention_attr: str = "self_attn"
@@ -111,7 +110,6 @@ FAMILIES = {
         "Ministral3Config",
         "Ministral3RotaryEmbedding",
         "Ministral3Attention",
-        text_config=True,
     ),
     "qwen2_5_vl_text": Family(
         "qwen2_5_vl", "Qwen2_5_VLTextConfig", "Qwen2_5_VLRotaryEmbedding", "Qwen2_5_VLAttention"
@@ -172,7 +170,8 @@ def _load(name: str) -> dict:
 
 
 def _text(cfg: dict) -> dict:
-    return cfg.get("text_config", cfg) if _family(cfg).text_config else cfg
+    """The language model's config: ``text_config`` of a multimodal file, else the file."""
+    return cfg.get("text_config", cfg)
 
 
 def _family(cfg: dict) -> Family:
@@ -518,6 +517,7 @@ def _base_softmax_scale(name: str) -> float:
 QUERY_SCALING = {
     "ministral3-3b-2512.json": ("position_ids", np.arange(0, 5 * 16384, 1000)),
     "llama4-text.handmade.json": ("sequence", np.arange(3 * 8192 + 5)),
+    "llama4-scout-17b-16e.excerpt.json": ("sequence", np.arange(3 * 8192 + 5)),
 }
 
 
