@@ -6,12 +6,21 @@ the median of the per-repeat ratios; the last lines compare the best rows with t
 no second array is written, so they avoid the reads that writing a fresh `out` costs
 (np.copyto streams its stores past the cache; NumPy's arithmetic loops cannot).
 
-Run: .venv/bin/python benchmarks/bench_apply.py [--repeats N] [--seq 4096]
+``--complexity`` instead times four ways of adding position (additive absolute table,
+relative-bias table, element-wise RoPE, dense rotation matrices) over ranges of the length L
+and the head width d, fits the log-log slopes and writes them with the timings to
+``benchmarks/results/complexity.json``, which the book's complexity page plots (wall time is
+measured here, not while the book builds).
+
+Run: .venv/bin/python benchmarks/bench_apply.py [--repeats N] [--seq 4096] [--complexity]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import pathlib
+import platform
 
 import numpy as np
 from _common import median_time, paired_ratio, print_table
@@ -90,11 +99,84 @@ def goal_lines(rows, hf_ms):
     return lines
 
 
+RESULTS = pathlib.Path(__file__).parent / "results" / "complexity.json"
+
+
+def complexity_kernels(rng):
+    """name -> (make(L, d) -> run(), L sweep, d of the L sweep, L of the d sweep)."""
+
+    def additive(L, d):
+        x = rng.standard_normal((L, d))
+        return lambda: x + refimpl.sinusoidal(L, d)
+
+    def bias_table(L, d=None):
+        pos = np.arange(L, dtype=np.float32)
+        out = np.empty((L, L), dtype=np.float32)
+
+        def run():
+            np.subtract.outer(pos, pos, out=out)
+            np.abs(out, out=out)
+            return np.multiply(out, -0.5, out=out)
+
+        return run
+
+    def rope(L, d):
+        x = rng.standard_normal((L, d))
+        return lambda: refimpl.apply_rope(x, np.arange(L))
+
+    def dense(L, d):
+        x = rng.standard_normal((L, d))
+        theta = refimpl.inv_freq(d)
+
+        def run():
+            c, s = refimpl.cos_sin(np.arange(L), theta)
+            i1, i2 = refimpl.pair_indices(d)
+            R = np.zeros((L, d, d))
+            R[:, i1, i1], R[:, i1, i2], R[:, i2, i1], R[:, i2, i2] = c, -s, s, c
+            return np.einsum("lij,lj->li", R, x)
+
+        return run
+
+    lin, sq = [2**14, 2**15, 2**16, 2**17], [2**9, 2**10, 2**11, 2**12]
+    return {
+        "additive absolute": (additive, lin, 64, 2**15),
+        "relative-bias table": (bias_table, sq, 64, 2**10),
+        "RoPE element-wise": (rope, lin, 64, 2**13),
+        "RoPE dense matrix": (dense, sq, 32, 256),
+    }
+
+
+def complexity(repeats: int) -> dict:
+    """Wall time (median of ``repeats``) against L and d for each kernel, and fitted slopes."""
+    kernels = complexity_kernels(np.random.default_rng(0))
+    d_sizes = [32, 64, 128, 256]
+    out = {"machine": platform.processor() or platform.machine(), "d_sizes": d_sizes}
+    for name, (make, Ls, d, L_for_d) in kernels.items():
+        t_L = [median_time(make(L, d), repeats) for L in Ls]
+        t_d = [median_time(make(L_for_d, dd), repeats) for dd in d_sizes]
+        out[name] = {
+            "L": Ls,
+            "seconds_L": t_L,
+            "slope_L": float(np.polyfit(np.log(Ls), np.log(t_L), 1)[0]),
+            "seconds_d": t_d,
+            "slope_d": float(np.polyfit(np.log(d_sizes), np.log(t_d), 1)[0]),
+        }
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--seq", type=int, default=4096)
+    ap.add_argument("--complexity", action="store_true", help="time the complexity kernels")
     args = ap.parse_args()
+    if args.complexity:
+        res = complexity(args.repeats)
+        RESULTS.parent.mkdir(exist_ok=True)
+        RESULTS.write_text(json.dumps(res, indent=1) + "\n")
+        rows = [(k, v["slope_L"], v["slope_d"]) for k, v in res.items() if isinstance(v, dict)]
+        print_table("Fitted wall-time slopes (log-log)", rows, ("kernel", "in L", "in d"))
+        return
     rng = np.random.default_rng(0)
     pos = np.arange(args.seq)
     c, s = refimpl.cos_sin(pos, dim=128)
