@@ -64,7 +64,6 @@ __all__ = [
     "OUTPUT_ORDERS",
     "PRECISIONS",
     "LayerRope",
-    "QueryScaling",
     "RopeSchedule",
     "RopeSpec",
     "load_config",
