@@ -1,0 +1,195 @@
+"""GGUF rope metadata (refimpl.gguf): files written with the gguf package's writer from real
+configs, the converter's mapping both ways, injected divergences, and bad files."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from refimpl.config import rope_from_config
+from refimpl.engines import ggml_cos_sin
+from refimpl.gguf import (
+    compare_gguf,
+    gguf_rope_metadata,
+    llamacpp_rope_parameters,
+    read_gguf_rope,
+    rope_from_gguf,
+)
+
+gguf = pytest.importorskip("gguf", reason="the gguf package (engines extra) is not installed")
+
+HERE = pathlib.Path(__file__).parent
+PARITY = HERE / "parity" / "configs"
+LLAMA32 = HERE / "engines" / "configs" / "llama-3.2-1b-instruct.json"
+# released configs (sources in the folders' SOURCES.md) and what llama.cpp's semantics change
+REAL = {
+    "llama-3.2-1b": (LLAMA32, set()),
+    "smollm3-3b": (PARITY / "smollm3-3b.json", set()),
+    "gemma2-2b": (PARITY / "gemma2-2b.json", set()),
+    "gemma3-1b-it": (PARITY / "gemma3-1b-it.json", set()),
+    "aya-23-8b": (PARITY / "aya-23-8b.json", set()),
+    "exaone4-1.2b": (PARITY / "exaone4-1.2b.json", set()),
+    "deepseek-v2-lite": (PARITY / "deepseek-v2-lite.json", set()),
+    "gpt-oss-20b": (PARITY / "gpt-oss-20b.json", {"truncate", "frequencies"}),
+}
+
+
+def write_gguf(path, meta, *, head_dim, drop=(), replace=None, tensors=None, arch=None):
+    """A GGUF file holding ``meta``'s keys and tensors (with edits), no weights."""
+    arch = arch or meta["arch"]
+    w = gguf.GGUFWriter(str(path), arch)
+    keys = {k.replace(meta["arch"] + ".", arch + ".", 1): v for k, v in meta["keys"].items()}
+    keys.update(replace or {})
+    keys[f"{arch}.attention.key_length"] = head_dim
+    for key, value in keys.items():
+        if key.split(".", 1)[1] in drop:
+            continue
+        if isinstance(value, bool):
+            w.add_bool(key, value)
+        elif isinstance(value, int):
+            w.add_uint32(key, value)
+        elif isinstance(value, float):
+            w.add_float32(key, value)
+        elif isinstance(value, str):
+            w.add_string(key, value)
+        else:
+            w.add_array(key, list(value))
+    for name, arr in (meta["tensors"] if tensors is None else tensors).items():
+        w.add_tensor(name, np.asarray(arr, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def _spec(cfg):
+    try:
+        return rope_from_config(cfg)
+    except ValueError:
+        return rope_from_config(cfg, layer_type="full_attention")
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_converted_config_reads_back_as_its_own_rope(tmp_path, name):
+    cfg, expected_kinds = REAL[name]
+    spec = _spec(cfg)
+    meta = gguf_rope_metadata(cfg)
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=spec.dim)
+    found = compare_gguf(path, cfg)
+    kinds = {"truncate" if "truncate" in s else "frequencies" for s in found}
+    assert kinds == expected_kinds, found
+    g = rope_from_gguf(path)
+    assert g.rotary_dim == spec.rotary_dim and g.base == spec.base
+    if not expected_kinds:
+        np.testing.assert_allclose(g.inv_freq, spec.inv_freq, rtol=2e-7)
+        assert abs(g.attention_scaling - spec.attention_scaling) < 1e-6
+
+
+def test_llama_family_pairing_is_the_converters_permutation_not_a_divergence(tmp_path):
+    meta = gguf_rope_metadata(LLAMA32)
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=64)
+    assert rope_from_gguf(path).pairing == "interleaved"  # NORM on permuted q/k rows
+    assert rope_from_config(LLAMA32).pairing == "half"
+    assert compare_gguf(path, LLAMA32) == []
+
+
+def test_llama3_scaling_is_a_rope_freqs_tensor():
+    meta = gguf_rope_metadata(LLAMA32)
+    f = meta["tensors"]["rope_freqs.weight"]
+    spec = rope_from_config(LLAMA32)
+    theta = 500000.0 ** (-np.arange(0, 64, 2) / 64)
+    np.testing.assert_allclose(theta / f, spec.inv_freq, rtol=1e-6)
+    assert f[0] == 1.0 and f[-1] == 32.0
+
+
+@pytest.mark.parametrize(
+    ("edit", "word"),
+    [
+        ({"tensors": {}}, "rope_freqs"),
+        ({"replace": {"llama.rope.freq_base": 10000.0}}, "freq_base"),
+        ({"drop": ("rope.dimension_count",)}, "dimension_count"),
+        (
+            {"replace": {"llama.rope.scaling.type": "linear", "llama.rope.scaling.factor": 32.0}},
+            "scaling",
+        ),
+        ({"arch": "qwen2"}, "architecture"),
+    ],
+)
+def test_injected_divergences_are_found(tmp_path, edit, word):
+    meta = gguf_rope_metadata(LLAMA32)
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=64, **edit)
+    found = compare_gguf(path, LLAMA32)
+    assert any(word in s for s in found), found
+
+
+def test_lost_yarn_scaling_and_wrong_rope_type_are_found(tmp_path):
+    cfg = PARITY / "deepseek-v2-lite.json"
+    spec = rope_from_config(cfg)
+    meta = gguf_rope_metadata(cfg)
+    lost = write_gguf(
+        tmp_path / "lost.gguf",
+        meta,
+        head_dim=spec.dim,
+        drop=("rope.scaling.type", "rope.scaling.factor", "rope.scaling.original_context_length"),
+    )
+    found = compare_gguf(lost, cfg)
+    assert any("rope.scaling.type" in s for s in found)
+    assert any("frequencies differ" in s for s in found)
+    aya = PARITY / "aya-23-8b.json"
+    neox = write_gguf(tmp_path / "aya.gguf", gguf_rope_metadata(aya), head_dim=128, arch="qwen2")
+    assert any("NEOX" in s for s in compare_gguf(neox, aya))
+
+
+def test_gpt_oss_truncate_false_is_reported_and_ggml_tables_follow_the_gguf(tmp_path):
+    cfg = PARITY / "gpt-oss-20b.json"
+    meta = gguf_rope_metadata(cfg)
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=64)
+    found = compare_gguf(path, cfg)
+    assert any("truncate: false" in s for s in found)
+    args = llamacpp_rope_parameters(read_gguf_rope(path))
+    c, _ = ggml_cos_sin(np.arange(0, 4096, 17), **args)
+    g = rope_from_gguf(path)
+    ce, _ = g.cos_sin(np.arange(0, 4096, 17))
+    assert np.abs(c - ce).max() < 1e-3  # float32 angles against the exact spec
+    assert abs(float(c[0, 0]) - g.attention_scaling) < 1e-6
+
+
+def test_sliding_layers_use_the_swa_base(tmp_path):
+    cfg = PARITY / "gemma3-1b-it.json"
+    meta = gguf_rope_metadata(cfg)
+    assert meta["keys"]["gemma3.rope.freq_base_swa"] == 10000.0
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=256)
+    local = rope_from_gguf(path, layer_type="sliding_attention")
+    want = rope_from_config(cfg, layer_type="sliding_attention")
+    assert local.base == want.base == 10000.0
+    np.testing.assert_allclose(local.inv_freq, want.inv_freq, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("content", "word"),
+    [(b"", "not a GGUF"), (b"GGML" + b"\0" * 40, "not a GGUF"), (b"GGUF\x03\0\0\0\x01", "damaged")],
+)
+def test_bad_files_give_one_clear_error(tmp_path, content, word):
+    p = tmp_path / "bad.gguf"
+    p.write_bytes(content)
+    with pytest.raises(ValueError, match=word) as err:
+        read_gguf_rope(p)
+    assert str(p) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_truncated_real_file_and_missing_file(tmp_path):
+    meta = gguf_rope_metadata(LLAMA32)
+    good = write_gguf(tmp_path / "m.gguf", meta, head_dim=64)
+    data = good.read_bytes()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[: len(data) // 3])
+    with pytest.raises(ValueError, match="damaged or truncated"):
+        read_gguf_rope(cut)
+    with pytest.raises(ValueError, match="no such GGUF file"):
+        read_gguf_rope(tmp_path / "absent.gguf")
+
+
+def test_unknown_model_type_is_named():
+    with pytest.raises(ValueError, match="model_type 'gptj'"):
+        gguf_rope_metadata(PARITY / "gpt-j-6b.json")
