@@ -64,6 +64,9 @@ _U64 = 2.0**-53  # unit roundoff of float64
 _UBF16 = 2.0**-8  # unit roundoff of bfloat16
 _UF16 = 2.0**-11  # unit roundoff of float16
 _LIBM32 = 2.0**-23  # NumPy's float32 cos/sin: below 1.5 ulp, i.e. 1.5 * 2^-24 for |v| < 1
+# Smallest mpmath precision (decimal digits) the oracle accepts: a float64 needs 17
+# significant digits; 20 leaves three guard digits for mpmath's own rounding of the angle.
+MIN_DPS = 20
 _CMUL = math.sqrt(2.0) + math.sqrt(5.0)  # rounding of w (sqrt 2 u) + one complex product (sqrt 5 u)
 
 
@@ -132,8 +135,10 @@ def oracle_cos_sin(
 
     pos = as_positions(positions)
     ndps = check_dps(dps)
-    if ndps < 20:
-        raise ValueError(f"dps must be at least 20 (the oracle must beat float64), got {ndps}")
+    if ndps < MIN_DPS:
+        raise ValueError(
+            f"dps must be at least {MIN_DPS} (the oracle must beat float64), got {ndps}"
+        )
     if inv_freq is None:
         if dim is None:
             raise TypeError("oracle_cos_sin needs either inv_freq or dim (with base)")
