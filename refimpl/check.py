@@ -814,14 +814,27 @@ def _read_angles(pos, R, frame, passthrough):
         trend = full
         mag = mag / np.exp(np.outer(pos - pos[k0], trend))
         scale = float(np.median(mag[:, rotating]))
-    good = rotating & (theta * 4 < np.pi)  # offsets are read where phi(0) is unambiguous
-    delta = 0.0
-    if np.any(good):
-        w = theta[good]
-        delta = float(np.sum(w * phi[k0][good]) / np.sum(w * w))  # phi(0) = delta * theta
+    delta = _position_offset(theta, phi[k0])
     if abs(delta - round(delta)) < _OFFSET_SNAP:
         delta = float(round(delta))
     return _Angles(blocks, phi, mag, trend, scale, direction, theta, delta, struct_err), [], None
+
+
+def _position_offset(theta, phi0) -> float:
+    """``delta`` with ``phi_i(0) = delta * theta_i``: read from the slowest pair (unambiguous
+    for ``|delta| < pi / theta_min``), then refined over faster pairs, each unwrapped with the
+    estimate so far (least squares in ``theta``)."""
+    live = theta > 0
+    if not np.any(live):
+        return 0.0
+    order = np.argsort(theta[live])
+    th, ph = theta[live][order], phi0[live][order]
+    delta, num, den = float(ph[0] / th[0]), 0.0, 0.0
+    for t, p in zip(th, ph, strict=True):
+        p = p + _TWO_PI * round((delta * t - p) / _TWO_PI)  # [eq:check-unwrap]
+        num, den = num + t * p, den + t * t
+        delta = num / den
+    return float(delta)
 
 
 def _unwrap_frequencies(positions, dphi):

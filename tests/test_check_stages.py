@@ -396,3 +396,12 @@ def test_arrays_errors():
     pos, x = _rows(8, [0, 1, 2], per=24)  # more rows than dim: the fit has a residual
     rep = check_rope_arrays(pos, x, np.tanh(refimpl.apply_rope(x, pos)), dim=8)
     assert not rep.ok and _has(rep, "not a linear function")
+
+
+@pytest.mark.parametrize("offset", [12, -37, 1000])
+def test_large_position_offsets_are_measured(offset):
+    """A cache length added twice on a query path: offsets beyond pi / theta_0 unwrap too."""
+    fn = lambda x, p: refimpl.apply_rope(x, np.asarray(p) + offset)  # noqa: E731
+    rep = check_rope(fn, dim=64)
+    assert rep.position_offset == offset and not rep.ok
+    assert _has(rep, f"rotated as m + {offset}")
