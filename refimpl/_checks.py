@@ -26,7 +26,8 @@ Limits (each named once, with the reason for its value):
   cannot hold consecutive integers there (an int64 position id would be rounded silently).
 - :data:`MAX_DPS` = 1000 decimal digits for the mpmath oracle: float64 verification needs
   about 17 digits plus the digits of the largest angle (16 for 2**53), so 50 is the default and
-  1000 is twenty times that; above it one mpmath call takes seconds.
+  1000 is twenty times that; the cost of an entry grows faster than linearly in the digits, so
+  a mistyped ``dps=10**6`` would run for hours.
 - :data:`MAX_TABLE_ELEMENTS` = 2**31 entries per table: a 2**24-position table with 128 pairs
   (head dimension 256) is exactly 2**31 entries (16 GiB in float64); a 10M-token context of
   head dimension 128 is 6.4e8. Anything larger is a mistyped size.
