@@ -324,7 +324,9 @@ def test_float32_cos_sin(name, layer_type):
         angle = pos[:, None] * peer.inv_freq[bad][None, :].astype(np.float64)
         bound = a * (pos[:, None] * dtheta + np.spacing(angle.astype(np.float32))) + 2.4e-7
         for mine, theirs in ((c32, peer.cos), (s32, peer.sin)):
-            assert np.all(np.abs(mine[:, bad] - theirs[:, bad]) <= bound)
+            gap = np.abs(mine[:, bad] - theirs[:, bad])
+            row["cos_sin_pow_pairs"] = max(row.get("cos_sin_pow_pairs", 0.0), float(gap.max()))
+            assert np.all(gap <= bound)
 
 
 # ---------------------------------------------------------------- one attention layer each
