@@ -1007,11 +1007,16 @@ def _family_methods():
 
 
 def _grid(method) -> list[dict]:
-    """Parameter combinations of ``_FAMILY_GRID`` that ``method`` accepts."""
-    try:
-        accepted = set(inspect.signature(method).parameters)
-    except (TypeError, ValueError):
-        return []
+    """Parameter combinations of ``_FAMILY_GRID`` that ``method`` accepts (the parameter
+    names of a scaling record's ``keys`` and ``defaults``, else its signature)."""
+    keys = getattr(method, "keys", None)
+    if isinstance(keys, dict) or hasattr(keys, "values"):
+        accepted = set(keys.values()) | set(getattr(method, "defaults", {}) or {})
+    else:
+        try:
+            accepted = set(inspect.signature(method).parameters)
+        except (TypeError, ValueError):
+            return []
     axes = []
     for keys, values in _FAMILY_GRID.items():
         names = keys if isinstance(keys, tuple) else (keys,)
@@ -1097,10 +1102,11 @@ class _Expected:
     rope_type: str | None
     params: dict
     output_order: str | None
+    rotary_offset: int = 0
 
 
 def _read_expected(expected, dim, base, pairing, rotary_dim, attention_scaling, seq_len):
-    inv, rtype, params, order = None, None, {}, None
+    inv, rtype, params, order, offset = None, None, {}, None, 0
     is_config = isinstance(expected, (dict, str)) or hasattr(expected, "__fspath__")
     if seq_len is not None:
         seq_len = check_int(seq_len, "seq_len", minimum=1, maximum=MAX_PROBE_POSITION)
@@ -1135,6 +1141,7 @@ def _read_expected(expected, dim, base, pairing, rotary_dim, attention_scaling, 
             if k not in ("dim", "base", "seq_len")
         }
         order = getattr(expected, "output_order", None)
+        offset = int(getattr(expected, "rotary_offset", 0) or 0)
         spec_dim = getattr(expected, "dim", None)
         if spec_dim is not None and int(spec_dim) != dim:
             raise ValueError(f"dim={dim} differs from the expected spec's dim={int(spec_dim)}")
@@ -1148,7 +1155,9 @@ def _read_expected(expected, dim, base, pairing, rotary_dim, attention_scaling, 
             raise ValueError(f"rotary_dim={rotary_dim} exceeds dim={dim}")
     if attention_scaling is not None:
         attention_scaling = check_positive(attention_scaling, "attention_scaling")
-    return _Expected(inv, base, pairing, rotary_dim, attention_scaling, rtype, params, order)
+    return _Expected(
+        inv, base, pairing, rotary_dim, attention_scaling, rtype, params, order, offset
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1335,12 +1344,15 @@ def _judge_structure(rd: _Reading, exp: _Expected, pairing_note: str) -> list[Fi
                 f"with refimpl.{fix}."
             )
         )
-    if feats[0] != 0 and rd.pairing != "neither":
+    start = exp.rotary_offset  # an expected spec may rotate the slice [o, o + rotary_dim)
+    if feats[0] != start and rd.pairing != "neither":
+        where = "the first" if start == 0 else f"features {start}.."
         out.append(
             _error(
-                f"the rotated features are {feats[0]}..{feats[-1]}, not the first {r}: partial "
+                f"the rotated features are {feats[0]}..{feats[-1]}, not {where} {r}: partial "
                 "rotary rotates the FIRST rotary_dim features and passes the rest through "
-                "(x[..., :rotary_dim] rotated, x[..., rotary_dim:] unchanged)."
+                "(x[..., :rotary_dim] rotated, x[..., rotary_dim:] unchanged)"
+                + (f", here from rotary_offset={start}." if start else ".")
             )
         )
     if exp.rotary_dim is not None and r != exp.rotary_dim:
@@ -1359,7 +1371,12 @@ def _judge_structure(rd: _Reading, exp: _Expected, pairing_note: str) -> list[Fi
                 "(or an expected spec with it)."
             )
         )
-    out += _judge_output_order(rd, exp)
+    return out + _judge_output_order(rd, exp) + _judge_positions(rd)
+
+
+def _judge_positions(rd: _Reading) -> list[Finding]:
+    """Findings on how positions enter: an offset, a magnitude that changes with position."""
+    out: list[Finding] = []
     delta = rd.angles.delta
     if delta != 0.0:
         what = (
@@ -1776,32 +1793,25 @@ def _analyse(pos, R, exp: _Expected, d: int, tol: float, floor: float, findings:
                 f"tolerance; precision class {precision}."
             ),
         )
+    return _report(
+        rd, tol, ok=ok, findings=errors + notes, base=base, scaling=scaling,
+        scaling_params=params, index_origin=origin, attention_scaling_applied=applied,
+        precision=precision, max_error=max_error, deviations=devs,
+    )  # fmt: skip
+
+
+def _report(rd: _Reading, tol: float, **verdict) -> RopeReport:
+    """The report: the measured fields of ``rd`` and the judged ones in ``verdict``."""
+    ang, st = rd.angles, rd.structure
     mag_err = float(np.max(np.abs(ang.mag - ang.scale))) / ang.scale
     return RopeReport(
-        ok=ok,
-        findings=errors + notes,
-        pairing=pairing,
-        direction=ang.direction,
-        base=base,
-        inv_freq=ang.theta.copy(),
-        index_origin=origin,
-        scaling=scaling,
-        scaling_params=params,
-        attention_scaling=ang.scale,
-        attention_scaling_applied=applied,
-        position_offset=ang.delta,
-        rotary_dim=rd.width,
+        pairing=rd.pairing, direction=ang.direction, inv_freq=ang.theta.copy(),
+        attention_scaling=ang.scale, position_offset=ang.delta, rotary_dim=rd.width,
         rotated_features=rd.features,
-        precision=precision,
-        max_error=max_error,
-        relative_position_error=_relative_position_error(pos, R),
-        deviations=devs,
-        rotation_error=max(ang.struct_err, mag_err),
-        dim=d,
-        tolerance=tol,
-        output_permutation=st.permutation,
-        positions=pos,
-    )
+        relative_position_error=_relative_position_error(rd.pos, st.R),
+        rotation_error=max(ang.struct_err, mag_err), dim=rd.dim, tolerance=tol,
+        output_permutation=st.permutation, positions=rd.pos, **verdict,
+    )  # fmt: skip
 
 
 def _reported_profile(rd: _Reading, exp: _Expected, matched: bool):

@@ -405,3 +405,49 @@ def test_large_position_offsets_are_measured(offset):
     rep = check_rope(fn, dim=64)
     assert rep.position_offset == offset and not rep.ok
     assert _has(rep, f"rotated as m + {offset}")
+
+
+def test_expected_rotary_offset_slice():
+    d, o, r = 64, 8, 32
+
+    def sliced(x, p):  # rotates features [8, 40): a spec with rotary_offset=8
+        out = np.array(x, dtype=float)
+        out[:, o : o + r] = refimpl.apply_rope(out[:, o : o + r], p)
+        return out
+
+    spec = types.SimpleNamespace(
+        dim=d, rotary_dim=r, base=1e4, inv_freq=geometric(r, 1e4), pairing="half",
+        attention_scaling=1.0, rotary_offset=o,
+    )  # fmt: skip
+    assert check_rope(sliced, dim=d, expected=spec).ok
+    rep = check_rope(sliced, dim=d, rotary_dim=r)  # the leading slice was expected
+    assert not rep.ok and _has(rep, "rotated features are 8..39")
+
+
+class _Record:
+    """A stand-in with the scaling records' interface (INTERFACES.md): keys, defaults, call."""
+
+    def __init__(self):
+        self.keys = {
+            "factor": "factor",
+            "original_max_position_embeddings": "original_max_position",
+            "beta_fast": "beta_fast",
+            "beta_slow": "beta_slow",
+            "truncate": "truncate",
+        }
+        self.defaults = {"beta_fast": 32.0, "beta_slow": 1.0}
+        self.fit = None
+
+    def __call__(self, *, dim, base, **params):
+        return ROPE_SCALINGS["yarn"](dim=dim, base=base, **params)
+
+
+def test_families_are_read_through_records(monkeypatch):
+    res = ROPE_SCALINGS["yarn"](dim=64, base=150000.0, factor=32.0, original_max_position=4096,
+                                truncate=False)  # fmt: skip
+    record = _Record()
+    registry = {"record_yarn": record}
+    monkeypatch.setattr("refimpl.check._family_methods", lambda: list(registry.items()))
+    rep = check_rope(with_freqs(res.inv_freq, res.attention_scaling), dim=64)
+    assert rep.ok and rep.scaling == "record_yarn", str(rep)
+    assert rep.scaling_params["truncate"] is False and rep.scaling_params["factor"] == 32.0
