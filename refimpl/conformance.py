@@ -11,7 +11,8 @@ A kernel under test reads the inputs, writes its outputs under the expected outp
 into a results directory that mirrors the suite (same file names, same format; extra arrays
 are ignored), and :func:`verify_outputs` (``python -m refimpl verify SUITE RESULTS``) reports
 per case the worst element, the tightest pipeline class the results meet and, when cases
-fail, which known mistake the probe cases match.
+fail, which known mistake the probe cases match and what the checker
+(:func:`refimpl.check.check_rope_arrays`) reads from the probe rows.
 
 Tolerance model (per element, book page "Testing your kernel against refimpl"). For the pair
 :math:`(a, b)` of output element :math:`y` at position :math:`m` with frequency
@@ -46,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._checks import check_choice
+from .check import check_rope_arrays
 from .config import load_config, rope_from_config
 from .positions import varlen_positions
 from .rotary import apply_rope, pair_indices
@@ -234,9 +236,9 @@ def _spec_layout(spec) -> dict:
         "rope_type": spec.rope_type,
         "dim": int(spec.dim),
         "rotary_dim": int(spec.rotary_dim),
-        "rotary_offset": int(getattr(spec, "rotary_offset", 0)),
+        "rotary_offset": int(spec.rotary_offset),
         "pairing": spec.pairing,
-        "output_order": getattr(spec, "output_order", "same"),
+        "output_order": spec.output_order,
         "attention_scaling": float(spec.attention_scaling),
         "base": float(spec.base),
     }
@@ -769,7 +771,10 @@ def verify_outputs(suite_dir, results_dir) -> VerifyReport:
         ``ok``, one :class:`CaseResult` per case (the worst element: case, index, position,
         pair, expected, got, allowed; the tightest pipeline class met), and, when cases fail,
         a diagnosis: which known mistake (pairing, direction, position offset, output order,
-        rotary width, unscaled frequencies, attention scaling) reproduces the probe results.
+        rotary width, unscaled frequencies, attention scaling) reproduces the probe results,
+        and the findings of :func:`refimpl.check.check_rope_arrays` on the probe rows (the
+        checker's stages on the data: pairing, direction, base, index origin, offset, rotary
+        width, precision, scaling).
     """
     suite, results = pathlib.Path(suite_dir), pathlib.Path(results_dir)
     manifest_path = suite / "manifest.json"
@@ -861,6 +866,26 @@ def _variant(x, positions, inv_freq, rope: Mapping, change: Mapping) -> np.ndarr
     )
 
 
+def _checker_findings(entry: Mapping, pos, x, g) -> list[str]:
+    """The checker's analysis of the probe rows (:func:`refimpl.check.check_rope_arrays`):
+    pairing, direction, base, scaling, offset, rotary width and precision, read from the data."""
+    rope, d = entry["rope"], x.shape[-1]
+    if not np.all(np.isfinite(g)):
+        return [f"{entry['name']}: the results hold NaN or inf"]
+    rep = check_rope_arrays(
+        np.broadcast_to(pos, x.shape[:-1]).reshape(-1),
+        x.reshape(-1, d),
+        g.reshape(-1, d),
+        dim=d,
+        pairing=rope["pairing"],
+        rotary_dim=rope["rotary_dim"] if rope["rotary_offset"] == 0 else None,
+        attention_scaling=rope["attention_scaling"],
+    )
+    if rep.ok:
+        return []
+    return [f"{entry['name']}: checker: {finding}" for finding in rep.findings]
+
+
 def _diagnose(data: Mapping, dtype: str) -> list[str]:
     """Which known mistake reproduces the probe cases' results (within the accepted class)."""
     probes = [v for name, v in data.items() if name.endswith("probe")]
@@ -885,6 +910,7 @@ def _diagnose(data: Mapping, dtype: str) -> list[str]:
             )
             if np.all(np.abs(g - alt) <= tol):
                 lines.append(f"{entry['name']}: the results match {text}")
+        lines += _checker_findings(entry, pos, x, g)
     return lines or [
         "no single known mistake (pairing, direction, position offset, output "
         "order, rotary width, scaling) reproduces the probe results"

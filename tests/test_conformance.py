@@ -233,6 +233,13 @@ def test_planted_mistakes_fail_and_are_named(suites, tmp_path, mistake, named):
     assert worst.allowed < abs(worst.got - worst.expected)  # the reported element is out
 
 
+def test_the_checker_reads_the_probe_rows(suites, tmp_path):
+    """The diagnosis includes check_rope_arrays' findings on the probe case's data."""
+    report = _run(suites[("llama", "float32")], tmp_path / "bad", sign=-1.0)
+    checker = [d for d in report.diagnosis if d.startswith("probe: checker:")]
+    assert any("the rotation goes the wrong way" in d for d in checker), str(report)
+
+
 def test_missing_files_arrays_and_shapes_fail_the_case(suites, tmp_path):
     suite = suites[("llama", "float32")]
     (tmp_path / "r").mkdir()
