@@ -995,6 +995,11 @@ def _layer_spec(ctx: dict, plan: LayerPlan, pairing, seq_len) -> RopeSpec:
     nested = None not in ctx["ropes"]
     if nested:
         notes.append(f"rope_parameters of layer type {plan.rope_key!r}")
+    if family is not None and family.layers == "deepseek_v4":
+        notes.append(
+            "deepseek_v4 also rotates the attention output back by the query's position "
+            "(apply(..., inverse=True))"
+        )
     if family is not None and family.base_from == "gptj" and rope:
         notes.append(
             f"rope parameters {rope} are ignored: {family.name}'s code builds fixed tables "

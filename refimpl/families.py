@@ -788,7 +788,9 @@ class QueryScaling:
     Kinds (:data:`QUERY_SCALINGS`):
 
     * ``"llama4_temperature"`` (Llama 4 NoPE layers, ``floor_scale`` F, ``attn_scale`` a):
-      :math:`1 + a\\,\\ln(\\lfloor (p+1)/F \\rfloor + 1)`;
+      :math:`1 + a\\,\\ln(\\lfloor (p+1)/F \\rfloor + 1)`, where transformers takes
+      :math:`p` as the token's place in the cache (``arange(seq) + cached length``), not
+      ``position_ids``;
     * ``"llama_4_scaling_beta"`` (Ministral 3, Mistral 4; ``beta`` β,
       ``original_max_position`` L0): :math:`1 + \\beta\\,\\ln(1 + \\lfloor p/L_0 \\rfloor)`;
     * ``"softmax_scale"``: 1 at every position (only ``softmax_scale`` differs from 1).
