@@ -543,6 +543,21 @@ def plot_error_vs_position(curves: dict, bounds: dict, *, title: str):
     return fig
 
 
+def plot_storage_vs_angles(m, table_values, angle_values, *, mark: float):
+    """cos(m) at integer positions from a rounded table and from a rounded angle, with the
+    exact cosine drawn as the continuous curve cos(t) (joining integer samples would alias)."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.2), constrained_layout=True)
+    t = np.linspace(m[0], m[-1], 40 * len(m))
+    ax.plot(t, np.cos(t), "-", color="0.6", lw=1, label=r"exact $\cos t$ (continuous)")
+    ax.plot(m, table_values, "o", ms=4, color="tab:orange", label="float32 angle, bf16 table")
+    ax.plot(m, angle_values, "x", ms=5, color="tab:red", label="bf16 angle")
+    ax.axvline(mark, color="gray", ls=":", lw=0.8)
+    ax.set_xlabel("position m (tokens)")
+    ax.set_ylabel(r"$\cos(m\theta_0)$, $\theta_0 = 1$ rad/token")
+    fig.legend(loc="outside lower center", ncols=3, fontsize=9)
+    return fig
+
+
 def plot_drift(curves: dict, *, title: str, ylabel: str):
     """Log-log drift of the relative property against the query position."""
     fig, ax = plt.subplots(figsize=(8.0, 4.5))
