@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from refimpl.config import LayerRope, RopeSchedule, rope_from_config, rope_schedule
 from refimpl.rotary import inv_freq
@@ -162,3 +164,49 @@ def test_layer_count_is_needed_for_per_layer_rules():
     sched = rope_schedule({"model_type": "llama", "head_dim": 8})
     assert len(sched) == 1 and sched[0].layer_type == "all"
     assert any("one entry stands for every layer" in n for n in sched.notes)
+
+
+@settings(deadline=None)
+@given(
+    model_type=st.sampled_from(
+        [
+            "llama",
+            "gemma2",
+            "gemma3_text",
+            "llama4_text",
+            "smollm3",
+            "cohere2",
+            "exaone4",
+            "qwen3_next",
+            "glm4",
+            "deepseek_v3",
+            "no_such_model",
+        ]
+    ),
+    layers=st.integers(1, 24),
+    pattern=st.integers(1, 7),
+)
+def test_schedule_invariants_over_families(model_type, layers, pattern):
+    cfg = {  # hand-made
+        "model_type": model_type,
+        "head_dim": 32,
+        "qk_rope_head_dim": 16,
+        "qk_nope_head_dim": 16,
+        "num_hidden_layers": layers,
+        "sliding_window": 128,
+        "sliding_window_pattern": pattern,
+        "no_rope_layer_interval": pattern,
+        "full_attention_interval": pattern,
+        "rope_theta": 5e5,
+    }
+    sched = rope_schedule(cfg)
+    assert [x.index for x in sched] == list(range(layers))
+    groups = sched.groups()
+    assert sorted(i for v in groups.values() for i in v) == list(range(layers))
+    for key, indices in groups.items():
+        assert all((sched[i].spec is None) == (key is None) for i in indices)
+        assert all(key is None or sched[i].spec.key() == key for i in indices)
+    for layer_type in {x.layer_type for x in sched if x.spec is not None}:
+        same = {x.spec.key() for x in sched if x.layer_type == layer_type and x.spec is not None}
+        if len(same) == 1:
+            assert rope_from_config(cfg, layer_type=layer_type).key() in same
