@@ -36,7 +36,7 @@ transformers = pytest.importorskip(
     "transformers", reason="parity tests need transformers (make test-parity)"
 )
 
-from refimpl.config import rope_schedule  # noqa: E402
+from refimpl.config import rope_from_config, rope_schedule  # noqa: E402
 
 CONFIGS = pathlib.Path(__file__).resolve().parent / "configs"
 MAX_POS = 131072
@@ -290,6 +290,8 @@ def _spec(name: str, layer_type: str):
 @pytest.mark.parametrize(("name", "layer_type"), CASES)
 def test_inv_freq_and_attention_scaling(name, layer_type):
     spec = _spec(name, layer_type)
+    # one layer type read alone is the schedule's spec for that type
+    assert rope_from_config(_load(name), layer_type=layer_type).key() == spec.key()
     peer = _peer_tables(name, layer_type, _positions(_max_position(name)))
     assert peer.attention_scaling == spec.attention_scaling
     if peer.inv_freq is None:
