@@ -32,7 +32,6 @@ import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -181,7 +180,7 @@ class RopeSpec:
         clash = sorted({"dim", "base", "seq_len"} & set(self.params))
         if clash:
             raise ValueError(f"params must not repeat the spec's fields {clash}")
-        put("params", MappingProxyType(dict(self.params)))
+        put("params", fam.ReadOnlyDict(self.params))
         if not isinstance(self.notes, tuple) or not all(isinstance(n, str) for n in self.notes):
             raise TypeError("notes must be a tuple of strings")
         if not isinstance(self.source, str):

@@ -47,6 +47,7 @@ __all__ = [
     "Family",
     "LayerPlan",
     "QueryScaling",
+    "ReadOnlyDict",
     "Widths",
     "family_for",
     "layer_plan",
@@ -68,6 +69,20 @@ LAYER_RULES = (
 )
 QUERY_RULES = ("llama4_temperature", "llama_4_scaling_beta", "mla_mscale")
 QUERY_SCALINGS = ("llama4_temperature", "llama_4_scaling_beta", "softmax_scale")
+
+
+class ReadOnlyDict(dict):
+    """A dict that refuses changes (the parameters of frozen records; unlike
+    ``types.MappingProxyType`` it pickles and deep-copies)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("this mapping is read-only (the record it belongs to is frozen)")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self):
+        return (type(self), (dict(self),))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -826,7 +841,7 @@ class QueryScaling:
         scale = check_real(self.softmax_scale, "softmax_scale")
         if scale <= 0:
             raise ValueError(f"softmax_scale must be positive, got {scale}")
-        object.__setattr__(self, "params", MappingProxyType(params))
+        object.__setattr__(self, "params", ReadOnlyDict(params))
         object.__setattr__(self, "softmax_scale", scale)
 
     def __hash__(self) -> int:

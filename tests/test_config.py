@@ -612,3 +612,21 @@ def test_position_keywords_respect_the_length_limit():
     dyn.apply(x, np.arange(4), offsets=np.array([0, 96]))
     with pytest.raises(ValueError, match="positions reach 100"):
         dyn.apply(x, np.arange(4), offsets=np.array([0, 97]))
+
+
+def test_specs_and_schedules_pickle_and_copy():
+    import copy
+    import pickle
+
+    sched = rope_schedule({"model_type": "llama4_text", "head_dim": 8, "num_hidden_layers": 4})
+    spec = rope_from_config(YARN_4X)
+    for obj in (spec, sched):
+        back = pickle.loads(pickle.dumps(obj))
+        assert copy.deepcopy(obj) is not obj
+    assert (
+        back[3].query_scaling == sched[3].query_scaling
+        and back[0].spec.key() == sched[0].spec.key()
+    )
+    assert pickle.loads(pickle.dumps(spec)).key() == spec.key()
+    with pytest.raises(TypeError, match="read-only"):
+        sched[3].query_scaling.params["attn_scale"] = 1.0
