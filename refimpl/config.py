@@ -89,7 +89,7 @@ _ROPE_ROOM_KEYS = ("rope_parameters", "rope_scaling", "rope_theta", "hidden_size
 # --------------------------------------------------------------------------- the spec
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class RopeSpec:
     """The rotary embedding of one layer of a model configuration.
 
@@ -221,6 +221,16 @@ class RopeSpec:
                 f"pair {i} is {self.inv_freq[i]!r}, the method gives {exact[i]!r} (relative "
                 f"difference above {INV_FREQ_AGREEMENT:g}); build the spec from the parameters"
             )
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, RopeSpec):
+            return NotImplemented
+        names = [f.name for f in dataclasses.fields(self) if f.name != "inv_freq"]
+        same = all(getattr(self, n) == getattr(other, n) for n in names)
+        return same and np.array_equal(self.inv_freq, other.inv_freq)
+
+    def __hash__(self) -> int:
+        return hash(self.key())
 
     def method_params(self) -> dict:
         """Keyword arguments of the scaling method: ``dim``, ``base``, ``seq_len`` (for

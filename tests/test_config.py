@@ -627,6 +627,9 @@ def test_specs_and_schedules_pickle_and_copy():
         back[3].query_scaling == sched[3].query_scaling
         and back[0].spec.key() == sched[0].spec.key()
     )
-    assert pickle.loads(pickle.dumps(spec)).key() == spec.key()
+    assert pickle.loads(pickle.dumps(spec)) == spec and hash(spec) == hash(spec.key())
+    assert spec == rope_from_config(YARN_5X)  # both forms: every field equal
+    assert spec != rope_from_config(YARN_4X, pairing="interleaved")
+    assert list(back) == list(sched)
     with pytest.raises(TypeError, match="read-only"):
         sched[3].query_scaling.params["attn_scale"] = 1.0
