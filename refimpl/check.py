@@ -1028,18 +1028,11 @@ def _grid(method) -> list[dict]:
 
 
 def _family_candidates(method, r, base, factor):
-    """``(params, ScaledFrequencies)`` for the grid around a fitted base and factor. A method
-    with a ``fit`` (the scaling records) is asked directly; equal Llama 3 band factors (a step,
-    Llama 4) are the limit of the smooth band when the method refuses equality."""
+    """``(params, ScaledFrequencies)`` over the grid around a fitted base and factor."""
     for params in _grid(method):
         params = dict(params, factor=factor)
-        kw = dict(params)
-        if kw.get("low_freq_factor") is not None and kw["low_freq_factor"] == kw.get(
-            "high_freq_factor"
-        ):
-            kw["high_freq_factor"] = kw["low_freq_factor"] * (1.0 + 1e-12)
         try:
-            yield params, method(dim=r, base=base, **kw)
+            yield params, method(dim=r, base=base, **params)
         except (TypeError, ValueError):
             continue
 
@@ -1067,7 +1060,8 @@ def _match_family(theta, r, exp_base) -> _Profile | None:
         s_tail,
     )
     best = None
-    for name, method in _family_methods():
+    for key, method in _family_methods():
+        name = getattr(method, "family", None) or key
         fit = getattr(method, "fit", None)
         found = fit(theta, dim=r, base=base, tol=_FAMILY_TOL) if fit is not None else None
         cands = (
