@@ -645,12 +645,23 @@ def test_every_fixed_hostile_value_is_refused_with_the_argument_named(name, arg,
             _assert_refused(call, name, arg, value)
 
 
+# Data that a function only moves (a permutation of weight rows) carries NaN faithfully.
+_NONFINITE_DATA_OK = {("interleaved_to_half_weights", "w"), ("half_to_interleaved_weights", "w")}
+
+
 @pytest.mark.parametrize(("name", "arg", "kind"), list(_cases()))
 @settings(max_examples=12)
 @given(data=st.data())
 def test_generated_hostile_values_are_refused_with_the_argument_named(name, arg, kind, data):
     call = CALLS[name]
-    value = data.draw(_hostile_strategy(kind), label=f"{name}({arg}=...)")
+    poison_ok = kind == "array" and (name, arg) not in _NONFINITE_DATA_OK and arg in call.kwargs
+    if poison_ok and data.draw(st.booleans(), label="poison"):
+        # the valid array itself with one entry made NaN or +inf, at a drawn place
+        value = np.array(call.kwargs[arg], dtype=np.float64)
+        at = data.draw(st.integers(0, value.size - 1), label="index")
+        value.flat[at] = data.draw(st.sampled_from([np.nan, np.inf]), label="poison value")
+    else:
+        value = data.draw(_hostile_strategy(kind), label=f"{name}({arg}=...)")
     if _skip_value(call, arg, value):
         return
     _assert_refused(call, name, arg, value)
@@ -971,6 +982,29 @@ def test_empty_and_degenerate_but_valid_shapes():
     want_out, want_w = oracles.attention(np.eye(2).tolist(), np.eye(2).tolist(), np.eye(2).tolist())
     np.testing.assert_allclose(out, want_out, atol=1e-15)
     np.testing.assert_allclose(w, want_w, atol=1e-15)
+
+
+@given(
+    st.sampled_from([np.bool_, np.uint64, np.int8, np.float16, np.float32]),
+    st.integers(1, 4),
+    st.sampled_from(["half", "interleaved"]),
+)
+def test_data_arrays_of_every_real_dtype_rotate_like_the_oracle(dtype, seq, pairing):
+    """Boolean and unsigned data are numbers (0/1, exact integers); floating data keeps its
+    dtype, computed in float64 and rounded once."""
+    rng = np.random.default_rng(seq)
+    x = rng.integers(0, 3, size=(seq, 4)) if dtype is not np.bool_ else rng.integers(0, 2, (seq, 4))
+    x = x.astype(dtype)
+    pos = list(range(seq))
+    got = refimpl.apply_rope(x, pos, pairing=pairing)
+    want = np.array(
+        oracles.rope(x.astype(np.float64).tolist(), pos, oracles.inv_freq(4, 1e4), pairing)
+    )
+    keeps = np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+    assert got.dtype == keeps
+    np.testing.assert_array_equal(got, want.astype(keeps)) if keeps == np.float16 else (
+        np.testing.assert_allclose(got, want, rtol=0, atol=4 * np.finfo(keeps).eps)
+    )
 
 
 # --------------------------------------------------------------------------- aliasing out=
