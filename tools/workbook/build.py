@@ -42,6 +42,10 @@ DATA_GLOBS = (
     "experiments/results/*.json",
     "tests/parity/configs/*.json",
     "tests/parity/configs/*.md",
+    "tests/engines/configs/*.json",
+    "benchmarks/results/*.json",
+    "examples/*/*.py",
+    "examples/*/*.cpp",
 )
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ROLE_RE = re.compile(r"\{(?P<role>[\w:-]+)\}`(?P<body>[^`]*)`")

@@ -2329,3 +2329,214 @@ def _conformance_offset(ns):
     if not any("shifted by +1" in d for d in rep.diagnosis):
         return _failed("The diagnosis does not name a shift by +1: shift the positions by one.")
     return _passed("the suite fails and its probe case diagnoses positions shifted by +1")
+
+
+# --- resonance, engines, multimodal ids, model index ----------------------------------------
+
+
+@_add(
+    "ex-resonance-wavelengths",
+    """
+lam = ...  # (4,) wavelengths 2 pi / theta_i for d = 8, b = 100
+new = ...  # (4,) wavelengths after resonance (dim=8, base=100.0, original_max_position=32)
+""",
+    "Compared with inv_freq and with the page's resonance registry entry.",
+    "Wavelengths below L = 32 are rounded to whole tokens; the others are kept.",
+)
+def _resonance_wavelengths(ns):
+    f = ns["ROPE_SCALINGS"]["resonance"](dim=8, base=100.0, original_max_position=32)
+    return _all(
+        grade_value(ns["lam"], 2 * np.pi / refimpl.inv_freq(8, 100.0), rtol=1e-9, what="lam"),
+        grade_value(ns["new"], 2 * np.pi / f.inv_freq, rtol=1e-9, what="the new wavelengths"),
+    )
+
+
+@_add(
+    "ex-resonance-change",
+    """
+th1 = ...      # (64,) resonance frequencies, d = 128, b = 5e5, L = 8192
+rounded = ...  # (64,) booleans: which pairs have their wavelength rounded
+""",
+    "Compared with the registry; theta**2 / (4 pi - theta) must bound every rounded pair.",
+    "A wavelength is rounded when it is below L.",
+)
+def _resonance_change(ns):
+    th0 = refimpl.inv_freq(128, 5e5)
+    th1 = ns["ROPE_SCALINGS"]["resonance"](dim=128, base=5e5, original_max_position=8192).inv_freq
+    want = 2 * np.pi / th0 < 8192
+    g = _all(
+        grade_value(ns["th1"], th1, rtol=1e-12, what="th1"),
+        grade_value(np.asarray(ns["rounded"], dtype=float), want.astype(float), what="rounded"),
+    )
+    if g and not np.all(
+        np.abs(th1 - th0)[want] <= th0[want] ** 2 / (4 * np.pi - th0[want]) + 1e-15
+    ):
+        return _failed("The bound does not hold on every rounded pair.")
+    return g
+
+
+@_add(
+    "ex-engines-yarn-magnitude",
+    """
+attn = ...       # llama.cpp's attn_factor for YaRN, s = 32, no mscale keys
+magnitude = ...  # the magnitude multiplying cos and sin in llama.cpp
+""",
+    "Compared with 1 and with transformers' 0.1 ln s + 1.",
+    "ggml multiplies by its own 1 + 0.1 ln(1/freq_scale); attn divides the converter's by it.",
+)
+def _engines_yarn(ns):
+    m = 1 + 0.1 * np.log(32.0)
+    return _all(
+        grade_value(ns["attn"], 1.0, rtol=1e-6, what="attn", mistakes=[(m, "ggml applies it.")]),
+        grade_value(
+            ns["magnitude"],
+            m,
+            rtol=1e-6,
+            what="the magnitude",
+            mistakes=[(m * m, "Applied twice: ggml already multiplies by 1 + 0.1 ln s.")],
+        ),
+    )
+
+
+@_add(
+    "ex-engines-llama3-top-level",
+    """
+f8k = ...      # (32,) Llama 3.2 1B rope_freqs divisors with L = 8192
+f4k = ...      # the same with L = 4096
+changed = ...  # number of pairs whose divisor changes
+""",
+    "Compared with refimpl's llama3 frequencies (divisor = theta / scaled theta) at both L, and "
+    "f8k with the page's GGUF tensor.",
+    "Pairs with wavelength below L/4 keep 1, above L get s, in between are smoothed.",
+)
+def _engines_llama3(ns):
+    llama3 = _scaling().ROPE_SCALINGS["llama3"]
+    th = refimpl.inv_freq(64, 5e5)
+
+    def divisors(L):
+        return th / llama3(dim=64, base=5e5, factor=32.0, original_max_position=L).inv_freq
+
+    d8, d4 = divisors(8192), divisors(4096)
+    return _all(
+        grade_value(ns["f8k"], d8, rtol=1e-6, what="f8k"),
+        grade_value(ns["f4k"], d4, rtol=1e-6, what="f4k"),
+        _int(ns["changed"], int(np.sum(~np.isclose(d8, d4))), "changed"),
+    )
+
+
+@_add(
+    "ex-mrope-answer-start",
+    """
+first_answer = ...  # position (t) of the answer's first token in the page's chat
+nxt = ...           # position ids of the first generated token (mrope_decode_position_ids)
+""",
+    "Compared with one past the largest position before the answer, and with "
+    "mrope_decode_position_ids(chat_delta, [prompt length]).",
+    "The answer is the last text run (6 tokens); text continues one past the largest position.",
+)
+def _mrope_answer(ns):
+    ids = ns["chat_ids"]
+    want_next = ns["mrope_decode_position_ids"](ns["chat_delta"], [ids.shape[1]])
+    return _all(
+        _int(ns["first_answer"], int(ids[:, :-6].max()) + 1, "first_answer"),
+        grade_value(ns["nxt"], want_next, rtol=1e-12, what="nxt"),
+    )
+
+
+@_add(
+    "ex-mrope-timestamps",
+    "gap = ...  # distance on t between the two frames, Qwen3-VL layout (timestamps of 3 tokens)",
+    "Recomputed with the page's timestamped_video_segments and mrope_position_ids.",
+    "Frame 1 starts after frame 0's largest position, its end-of-vision token and the timestamp.",
+)
+def _mrope_timestamps(ns):
+    grid = ns["vid_grid"]
+    ids = ns["mrope_position_ids"](ns["timestamped_video_segments"](grid, [3, 3])).position_ids
+    frame = (grid[1] // 2) * (grid[2] // 2)
+    want = int(ids[0, 3 + frame + 1 + 3] - ids[0, 3])
+    return _int(ns["gap"], want, "gap")
+
+
+@_add(
+    "ex-models-index-notes",
+    "nested = ...  # stems of the page's config files whose schedule notes mention text_config",
+    "Recomputed from rope_schedule(p).notes for the page's files.",
+    "Look for 'text_config' in each note of schedule.notes.",
+)
+def _models_notes(ns):
+    want = [
+        p.stem for p in ns["files"] if any("text_config" in n for n in ns["rope_schedule"](p).notes)
+    ]
+    return _equal(sorted(ns["nested"]), sorted(want), "nested")
+
+
+@_add(
+    "ex-models-index-width",
+    "differ = ...  # {config stem: (rotated width, hidden_size // heads)} where the two differ",
+    "Recomputed from the page's files with rope_schedule; the keys and widths are compared.",
+    "Take the first layer with a spec; text_config holds a VLM's language fields.",
+)
+def _models_width(ns):
+    import json
+
+    want = {}
+    for p in ns["files"]:
+        cfg = json.loads(p.read_text())
+        cfg = cfg.get("text_config", cfg)
+        width = cfg.get("hidden_size") or cfg.get("n_embd")
+        heads = cfg.get("num_attention_heads") or cfg.get("n_head")
+        spec = next(x.spec for x in ns["rope_schedule"](p) if x.spec is not None)
+        if spec.rotary_dim != width // heads:
+            want[p.stem] = (spec.rotary_dim, width // heads)
+    got = {k: tuple(v) for k, v in dict(ns["differ"]).items()}
+    return _equal(got, want, "differ")
+
+
+# --- vision -----------------------------------------------------------------------------------
+
+
+@_add(
+    "ex-pixtral-axial",
+    """
+X = ...          # (2, 36, 16): q = X[0], k = X[1] on a 6 x 6 grid (seeded random)
+P = ...          # X rotated with Pixtral's table (pixtral_angles, apply_rope_tables)
+A = ...          # X rotated with the axial table (apply_rope_2d)
+same = ...       # True or False: are the score matrices P[0] @ P[1].T and A[0] @ A[1].T equal?
+""",
+    "P and A are recomputed from your X with the page's functions; same is compared too.",
+    "Both tables are relative (scores depend on offsets) but use different frequencies.",
+)
+def _pixtral_axial(ns):
+    from refimpl.multiaxis import apply_rope_2d
+    from refimpl.rotary import apply_rope_tables
+
+    X = np.asarray(ns["X"], dtype=float)
+    r6, c6 = (g.ravel() for g in np.meshgrid(np.arange(6), np.arange(6), indexing="ij"))
+    ang = ns["pixtral_angles"](r6, c6, dim=16)
+    P, A = apply_rope_tables(X, np.cos(ang), np.sin(ang)), apply_rope_2d(X, r6, c6)
+    return _all(
+        grade_value(ns["P"], P, rtol=1e-9, atol=1e-12, what="P"),
+        grade_value(ns["A"], A, rtol=1e-9, atol=1e-12, what="A"),
+        _choice(ns["same"], bool(np.allclose(P[0] @ P[1].T, A[0] @ A[1].T)), "same"),
+    )
+
+
+@_add(
+    "ex-llama4-cls",
+    """
+Q = ...  # (17, 16) queries: 16 patches of a 4 x 4 grid and the class token last
+R = ...  # Q rotated with llama4_vision_angles(4, dim=16) (interleaved tables)
+""",
+    "R is recomputed from your Q; the class token's row must come back unrotated.",
+    "The class token's angle is zero.",
+)
+def _llama4_cls(ns):
+    from refimpl.rotary import apply_rope_tables
+
+    Q = np.asarray(ns["Q"], dtype=float)
+    ang = ns["llama4_vision_angles"](4, dim=16)
+    R = apply_rope_tables(Q, np.cos(ang), np.sin(ang), pairing="interleaved")
+    g = grade_value(ns["R"], R, rtol=1e-9, atol=1e-12, what="R")
+    if g and not np.allclose(np.asarray(ns["R"])[-1], Q[-1]):
+        return _failed("The class token's row should equal its unrotated query.")
+    return g

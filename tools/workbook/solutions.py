@@ -58,3 +58,11 @@ BINDINGS.update(
     }
 )
 BINDINGS["ex-configs-nope"] = "n_specs = len(sch.groups())"
+BINDINGS.update(
+    {
+        "ex-resonance-change": "rounded = 2 * np.pi / th0 < 8192",
+        "ex-engines-yarn-magnitude": "magnitude = float(c[0, 0])",
+        "ex-mrope-timestamps": "gap = int(t1 - t0)",
+    }
+)
+BINDINGS["ex-pixtral-axial"] = "same = bool(np.allclose(P[0] @ P[1].T, A[0] @ A[1].T))"
