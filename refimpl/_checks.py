@@ -216,7 +216,7 @@ def check_table_size(rows: int, cols: int, name: str = "table") -> int:
     if total > MAX_TABLE_ELEMENTS:
         raise ValueError(
             f"{name} would have {rows} x {cols} = {total} entries, above the limit "
-            f"MAX_TABLE_ELEMENTS = {MAX_TABLE_ELEMENTS} (2**31); compute it in blocks"
+            f"MAX_TABLE_ELEMENTS = {MAX_TABLE_ELEMENTS} (2**31 entries per table)"
         )
     return total
 
