@@ -27,15 +27,21 @@ factor; the tests measure the live engines where they run.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
 from ._checks import as_positions, check_dim, check_positive, check_real
 from .numerics import round_to
+from .scaling import ROPE_SCALINGS
 
 __all__ = [
     "ENGINE_PRECISIONS",
+    "EngineReport",
+    "engine_differences",
+    "frequency_switch_error",
     "ggml_cos_sin",
     "ggml_yarn_corr_dims",
     "mlx_cos_sin",
@@ -306,3 +312,286 @@ def vllm_cos_sin(
     if dtype != "float32":
         cos, sin = round_to(cos, dtype).astype(_F32), round_to(sin, dtype).astype(_F32)
     return cos, sin
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine semantics: what each engine computes for a transformers config.
+
+# Positions sampled for the table and score comparisons: every position below this many, then
+# a geometric grid up to the model's context (the largest differences sit at the far end).
+_DENSE_POSITIONS = 64
+_GRID_POSITIONS = 64
+# Random unit queries and keys for the score comparison (seeded; the maximum over them).
+_SCORE_VECTORS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineReport:
+    """How one engine computes the RoPE of a config, and how far it lands from transformers.
+
+    Attributes
+    ----------
+    engine : str
+    source : str
+        The engine code (and version) the semantics were read from.
+    attention_factor : float
+        What the engine multiplies into cos and sin (transformers' is in ``reference_factor``).
+    reference_factor : float
+    truncated_ramp : bool or None
+        Whether YaRN's correction range is rounded (None for other methods).
+    length_policy : str
+        When length-dependent frequencies (LongRoPE's set, dynamic NTK's base) change.
+    rope_type : str
+        The pairing the engine runs (in its own weight layout).
+    max_table_error : float
+        Largest ``|cos - cos_ref|``, ``|sin - sin_ref|`` over the sampled positions.
+    max_score_error : float
+        Largest difference of ``q_m . k_n`` for unit ``q``, ``k`` over sampled position pairs.
+    positions : int
+        Largest sampled position.
+    notes : tuple of str
+    """
+
+    engine: str
+    source: str
+    attention_factor: float
+    reference_factor: float
+    truncated_ramp: bool | None
+    length_policy: str
+    rope_type: str
+    max_table_error: float
+    max_score_error: float
+    positions: int
+    notes: tuple = ()
+
+
+def _sample_positions(max_position: int) -> np.ndarray:
+    top = max(int(max_position) - 1, _DENSE_POSITIONS)
+    grid = np.unique(np.round(np.geomspace(_DENSE_POSITIONS, top, _GRID_POSITIONS)))
+    return np.concatenate([np.arange(_DENSE_POSITIONS), grid]).astype(np.int64)
+
+
+def _scores(cos, sin, seed: int = 0) -> np.ndarray:
+    """q_m . k_n of seeded unit vectors rotated with the tables (half pairing)."""
+    h = cos.shape[1]
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(_SCORE_VECTORS, 2, 2 * h))
+    v /= np.linalg.norm(v, axis=-1, keepdims=True)
+    q1, q2, k1, k2 = v[:, 0, :h], v[:, 0, h:], v[:, 1, :h], v[:, 1, h:]
+    c, s = cos.astype(np.float64), sin.astype(np.float64)
+    rq = np.concatenate([q1[:, None] * c - q2[:, None] * s, q1[:, None] * s + q2[:, None] * c], -1)
+    rk = np.concatenate([k1[:, None] * c - k2[:, None] * s, k1[:, None] * s + k2[:, None] * c], -1)
+    return np.einsum("vmd,vnd->vmn", rq, rk)
+
+
+# Model families whose vLLM code renames YaRN to deepseek_yarn (mscale and mscale_all_dim kept).
+_VLLM_DEEPSEEK_YARN = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2"})
+
+
+def _yarn_engine_params(params: Mapping, engine: str, model_type=None) -> tuple[dict, list]:
+    """YaRN parameters as the engine reads them, and notes on what it drops."""
+    p, notes = dict(params), []
+    if engine == "vllm" and model_type in _VLLM_DEEPSEEK_YARN:
+        return p, ["deepseek_yarn: mscale and mscale_all_dim are kept"]
+    if engine == "mlx-lm":
+        if p.get("attention_factor") is not None:
+            notes.append("attention_factor is ignored (A from mscale / mscale_all_dim only)")
+        p["attention_factor"] = None
+        p.setdefault("mscale", 1.0)
+        p.setdefault("mscale_all_dim", 0.0)
+    if engine == "vllm" and (p.get("attention_factor") is not None or p.get("mscale")):
+        notes.append("attention_factor, mscale and mscale_all_dim are not forwarded by get_rope")
+        p.update(attention_factor=None, mscale=None, mscale_all_dim=None)
+    if p.get("truncate") is False and engine in ("mlx-lm", "llama.cpp"):
+        notes.append("truncate: false is ignored (the correction range is always rounded)")
+        p["truncate"] = True
+    return p, notes
+
+
+_SOURCES = {
+    "llama.cpp": "llama.cpp convert_hf_to_gguf.py, src/llama-context.cpp and ggml's CPU rope "
+    "(kernel tested live with ggml-python 0.0.45)",
+    "vllm": "vLLM model_executor/layers/rotary_embedding (get_rope's YaRN key whitelist, "
+    "static dynamic-NTK cache, LongRoPE by max_model_len, cache cast to the model dtype)",
+    "mlx-lm": "mlx-lm models/rope_utils.py (YarnRoPE, SuScaledRoPE always long) on "
+    "mx.fast.rope (tested live with mlx 0.32.4)",
+}
+
+
+def _full_spec(config, seq_len):
+    from .gguf import _full_and_local
+
+    return _full_and_local(config, seq_len=seq_len)[0]
+
+
+def _engine_spec(spec, engine: str, max_position: int, model_type=None):
+    """(exact frequencies, attention factor, notes, policy) as the engine reads the config."""
+    p, notes, policy = dict(spec.params), [], "frequencies do not depend on the length"
+    if spec.rope_type == "yarn":
+        p, notes = _yarn_engine_params(p, engine, model_type)
+    kw = {"dim": spec.rotary_dim, "base": spec.base, **p}
+    if spec.rope_type == "longrope":
+        orig = int(p["original_max_position"])
+        long = {"vllm": max_position > orig, "mlx-lm": True}.get(engine, max_position > orig)
+        kw["seq_len"] = orig + 1 if long else orig
+        policy = {
+            "vllm": "long factors for every token when max_model_len > original",
+            "mlx-lm": "always the long factors",
+            "llama.cpp": "factor set chosen by the allocated context",
+        }[engine]
+    elif spec.rope_type == "dynamic":
+        kw["seq_len"] = max_position
+        policy = {
+            "vllm": "one static base at the served length",
+            "mlx-lm": "recomputed per call from max(T + offset, L), no reset",
+            "llama.cpp": "not supported: runs the unscaled base",
+        }[engine]
+    method = ROPE_SCALINGS[spec.rope_type]
+    out = method(**{k: v for k, v in kw.items() if k in method.parameters})
+    return out.inv_freq, out.attention_scaling, notes, policy
+
+
+def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport]:
+    """How llama.cpp, vLLM and MLX-LM compute a config's RoPE, against transformers.
+
+    Parameters
+    ----------
+    config : dict, str or os.PathLike
+        A model configuration (the full-attention layers' RoPE is compared).
+    dtype : {"float32", "bfloat16", "float16"}, optional
+        vLLM's model dtype (default: the config's ``torch_dtype``, else bfloat16).
+
+    Returns
+    -------
+    list of EngineReport
+        One per engine. Positions sampled: 0..63, then 64 geometric steps up to
+        ``max_position_embeddings - 1``; scores of 8 seeded unit query/key pairs over every pair
+        of sampled positions.
+
+    Notes
+    -----
+    The semantics come from the engines' sources as summarised in each report's ``source``;
+    llama.cpp's and MLX's arithmetic is the one tested live in ``tests/engines``. vLLM's is
+    emulated (its package pins a CUDA build of torch and does not install here).
+    """
+    from .config import load_config
+    from .gguf import GgufRope, gguf_rope_metadata, llamacpp_rope_parameters
+
+    cfg, _ = load_config(config)
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    max_pos = int(text.get("max_position_embeddings") or 4096)
+    spec = _full_spec(config, max_pos)
+    pos = _sample_positions(max_pos)
+    ref_c, ref_s = spec.cos_sin(pos)
+    ref_scores = _scores(ref_c, ref_s)
+    model_dtype = dtype or _model_dtype(cfg)
+    reports = []
+    for engine in ("llama.cpp", "vllm", "mlx-lm"):
+        inv, factor, notes, policy = _engine_spec(spec, engine, max_pos, text.get("model_type"))
+        if engine == "llama.cpp":
+            meta = gguf_rope_metadata(config)
+            keys = {**meta["keys"], f"{meta['arch']}.attention.key_length": spec.dim}
+            rope = GgufRope("<converted>", meta["arch"], keys, meta["tensors"])
+            args = llamacpp_rope_parameters(rope, seq_len=max_pos)
+            c, s = ggml_cos_sin(pos, **args)
+            factor = float(c[0, 0])
+            mode = (rope.mode or "unknown").upper()
+        elif engine == "vllm":
+            c, s = _vllm_tables(pos, inv, factor, model_dtype)
+            mode = "NEOX" if spec.pairing == "half" else "GPT-J"
+        else:
+            c, s = mlx_cos_sin(pos, dims=spec.rotary_dim, freqs=_periods(inv))
+            c, s = c * _F32(factor), s * _F32(factor)
+            mode = "traditional=False" if spec.pairing == "half" else "traditional=True"
+        err = float(max(np.abs(c - ref_c).max(), np.abs(s - ref_s).max()))
+        score = float(np.abs(_scores(c, s) - ref_scores).max())
+        ramp = bool(spec.params.get("truncate", True)) if spec.rope_type == "yarn" else None
+        if ramp is not None and engine != "vllm":
+            ramp = True
+        reports.append(
+            EngineReport(
+                engine,
+                _SOURCES[engine],
+                factor,
+                spec.attention_scaling,
+                ramp,
+                policy,
+                mode,
+                err,
+                score,
+                int(pos[-1]),
+                tuple(notes),
+            )
+        )
+    return reports
+
+
+def _periods(inv: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), np.inf)
+
+
+def _vllm_tables(pos, inv, factor, dtype):
+    c, s = vllm_cos_sin(pos, rotary_dim=2 * inv.shape[0], inv_freq=inv.astype(_F32))
+    c, s = c * _F32(factor), s * _F32(factor)  # mscale applied in float32, then the cast
+    if dtype != "float32":
+        c, s = round_to(c, dtype).astype(_F32), round_to(s, dtype).astype(_F32)
+    return c, s
+
+
+def _model_dtype(cfg: Mapping) -> str:
+    value = cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"
+    return value if value in ("float32", "bfloat16", "float16") else "bfloat16"
+
+
+def frequency_switch_error(
+    inv_before, inv_after, *, key_positions, query_positions, seed: int = 0
+) -> float:
+    r"""Score error when cached keys keep one frequency set and new queries use another.
+
+    An engine that switches frequencies mid-sequence (LongRoPE's short-to-long switch, a
+    dynamic-NTK base recomputed at a new length) without re-rotating its cache scores
+    :math:`q_m^\top R_{\text{after}}(m)^\top R_{\text{before}}(n)\,k_n`, which is no longer a
+    function of :math:`n - m`.
+
+    Parameters
+    ----------
+    inv_before, inv_after : array_like, shape (d/2,)
+        Frequencies the keys were rotated with, and the queries are.
+    key_positions, query_positions : array_like of int
+    seed : int, default 0
+        Seed of the 8 random unit query/key pairs.
+
+    Returns
+    -------
+    float
+        Largest ``|mixed score - consistent score|`` (both with the *after* set), over the
+        vector pairs and every (query, key) position pair.
+
+    Notes
+    -----
+    Book equation ``eq:engines-switch``.
+    """
+    a = np.asarray(inv_before, np.float64)
+    b = np.asarray(inv_after, np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(
+            f"inv_before and inv_after must be 1-D of one shape, got {a.shape}, {b.shape}"
+        )
+    kp = as_positions(key_positions, "key_positions")
+    qp = as_positions(query_positions, "query_positions")
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(_SCORE_VECTORS, 2, 2 * a.shape[0]))
+    v /= np.linalg.norm(v, axis=-1, keepdims=True)
+
+    def rotate(x, pos, inv):
+        h = inv.shape[0]
+        ang = pos[:, None] * inv  # [eq:engines-switch]
+        c, s = np.cos(ang), np.sin(ang)
+        x1, x2 = x[:, None, :h], x[:, None, h:]
+        return np.concatenate([x1 * c - x2 * s, x1 * s + x2 * c], -1)
+
+    q_after = rotate(v[:, 0], qp, b)
+    mixed = np.einsum("vmd,vnd->vmn", q_after, rotate(v[:, 1], kp, a))
+    consistent = np.einsum("vmd,vnd->vmn", q_after, rotate(v[:, 1], kp, b))
+    return float(np.abs(mixed - consistent).max())

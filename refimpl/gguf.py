@@ -483,13 +483,13 @@ def _scaling_keys(spec: RopeSpec, arch: str, text: dict, keys: dict, tensors: di
         keys[f"{k}.alpha"] = float(p["alpha"])
 
 
-def _full_and_local(config) -> tuple[RopeSpec, RopeSpec | None]:
+def _full_and_local(config, seq_len=None) -> tuple[RopeSpec, RopeSpec | None]:
     """The spec of the full-attention layers (what ``rope.*`` describes) and of the
     sliding-window layers when the schedule has both (``rope.*_swa``)."""
     from .config import rope_schedule
 
     full = local = None
-    for layer in rope_schedule(config):
+    for layer in rope_schedule(config, seq_len=seq_len):
         if layer.spec is None:
             continue
         if layer.layer_type == "sliding_attention":

@@ -153,3 +153,87 @@ def test_vllm_cache_is_rounded_to_the_model_dtype_before_use():
 def test_bad_arguments_are_named(call, word):
     with pytest.raises((ValueError, TypeError), match=word):
         call()
+
+
+# ----------------------------------------------------------------------------- semantics
+
+import pathlib  # noqa: E402
+
+from refimpl.engines import engine_differences, frequency_switch_error  # noqa: E402
+
+CONFIGS = pathlib.Path(__file__).parent / "parity" / "configs"
+LLAMA32 = pathlib.Path(__file__).parent / "engines" / "configs" / "llama-3.2-1b-instruct.json"
+
+
+def _by_engine(cfg):
+    return {r.engine: r for r in engine_differences(cfg)}
+
+
+def test_gpt_oss_truncate_false_is_kept_by_vllm_only():
+    r = _by_engine(CONFIGS / "gpt-oss-20b.json")
+    assert r["vllm"].truncated_ramp is False
+    assert r["llama.cpp"].truncated_ramp is True and r["mlx-lm"].truncated_ramp is True
+    assert r["llama.cpp"].max_table_error > 100 * r["vllm"].max_table_error
+    assert any("truncate" in n for n in r["mlx-lm"].notes)
+    assert r["vllm"].positions == 131071
+
+
+def test_llama3_runs_alike_in_every_engine():
+    for rep in engine_differences(LLAMA32):
+        assert rep.attention_factor == rep.reference_factor == 1.0
+        assert rep.max_table_error < 1e-2 and rep.max_score_error < 2e-3
+        assert rep.truncated_ramp is None
+
+
+def test_an_explicit_attention_factor_is_dropped_by_mlx_and_vllm():
+    cfg = {  # hand-made YaRN config with an explicit attention_factor
+        "model_type": "qwen3",
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1e6,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 8192,
+            "attention_factor": 1.0,
+        },
+    }
+    r = _by_engine(cfg)
+    assert r["llama.cpp"].reference_factor == 1.0
+    want = 1 + 0.1 * math.log(4.0)
+    for engine in ("mlx-lm", "vllm"):
+        assert abs(r[engine].attention_factor - want) < 1e-12
+        assert r[engine].notes
+    assert abs(r["llama.cpp"].attention_factor - want) < 1e-6  # recomputed at load time
+
+
+def test_longrope_policies_are_stated():
+    h = 48
+    cfg = {  # hand-made Phi-3-style LongRoPE config
+        "model_type": "phi3",
+        "hidden_size": 3072,
+        "num_attention_heads": 32,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0,
+        "rope_scaling": {
+            "type": "longrope",
+            "short_factor": [1.0] * h,
+            "long_factor": list(np.linspace(1.0, 8.0, h)),
+        },
+    }
+    r = _by_engine(cfg)
+    assert "max_model_len" in r["vllm"].length_policy
+    assert "always" in r["mlx-lm"].length_policy
+    assert "allocated" in r["llama.cpp"].length_policy
+
+
+def test_switching_frequencies_without_rerotating_breaks_relative_scores():
+    short = inv_freq(64, 1e4)
+    long = short / np.linspace(1.0, 8.0, 32)
+    keys, queries = np.arange(0, 4096, 64), np.arange(4096, 4200, 8)
+    assert frequency_switch_error(short, long, key_positions=keys, query_positions=queries) > 0.1
+    assert frequency_switch_error(long, long, key_positions=keys, query_positions=queries) < 1e-12
+    with pytest.raises(ValueError, match="inv_before"):
+        frequency_switch_error(short, long[:3], key_positions=keys, query_positions=queries)
