@@ -245,6 +245,18 @@ def cos_sin_npz_nbytes(num_positions: int, num_pairs: int, dtype="float64") -> i
     ``.npz`` (the two arrays; headers and metadata are covered by the margin of
     :func:`check_free_space`).
 
+    Parameters
+    ----------
+    num_positions, num_pairs : int
+        Rows and columns of each table (positive).
+    dtype : numpy dtype or str, default "float64"
+        Stored dtype.
+
+    Returns
+    -------
+    int
+        ``2 * num_positions * num_pairs * itemsize``.
+
     Examples
     --------
     >>> cos_sin_npz_nbytes(2**24, 64)  # two 8 GiB float64 tables
@@ -267,6 +279,14 @@ def check_free_space(path, nbytes: int) -> None:
         The output file (it need not exist; its folder must).
     nbytes : int
         Size of the file to be written (e.g. :func:`cos_sin_npz_nbytes`).
+
+    Raises
+    ------
+    TypeError
+        ``path`` is not a str or path-like.
+    ValueError
+        ``path`` is a folder, its folder does not exist, or the folder has less than
+        ``nbytes`` plus 1 MiB free (the margin covers headers and filesystem blocks).
 
     Examples
     --------
