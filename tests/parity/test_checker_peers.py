@@ -323,6 +323,30 @@ def test_transformers_gemma3_local_and_global(layer_type):
     _both(fn, _truth(d, base, _default(d, base)))
 
 
+def test_transformers_gemma4_proportional_global_layers():
+    mod = _hf_module("gemma4")
+    from transformers import Gemma4TextConfig
+
+    cfg = Gemma4TextConfig()  # transformers' class defaults (labelled): proportional, 0.25, 1e6
+    rope = cfg.rope_parameters["full_attention"]
+    d = cfg.per_layer_config["full_attention"].head_dim
+    rotary = mod.Gemma4TextRotaryEmbedding(cfg)
+
+    def fn(x, positions):
+        x = torch.as_tensor(np.asarray(x), dtype=torch.float64)[None, None]
+        pos = torch.as_tensor(np.asarray(positions), dtype=torch.int64)[None]
+        cos, sin = rotary(x, pos, "full_attention")
+        return mod.apply_rotary_pos_emb(x, cos, sin)[0, 0].numpy()
+
+    res = ROPE_SCALINGS["proportional"](
+        dim=d, base=rope["rope_theta"], partial_rotary_factor=rope["partial_rotary_factor"]
+    )
+    truth = _truth(d, rope["rope_theta"], res.inv_freq, rope_type="proportional")
+    blind, _ = _both(fn, truth)
+    assert int(np.sum(blind.inv_freq > 0)) == int(d * rope["partial_rotary_factor"]) // 2
+    assert "proportional RoPE" in " ".join(blind.findings)
+
+
 def test_transformers_llama4_step_scaling():
     mod = _hf_module("llama4")
     from transformers import Llama4TextConfig
