@@ -363,7 +363,8 @@ _RECORDS = (
         partial_default=0.25,
         layers="linear_attention",
         mrope_layout="interleaved",
-        source=_tf("qwen3_5"),
+        mrope_section=(11, 11, 10),
+        source=_tf("qwen3_5") + " (interleaved M-RoPE sections)",
     ),
     Family(
         "ministral3",
