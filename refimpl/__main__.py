@@ -294,7 +294,15 @@ def register_check(subparsers) -> None:
     _cli_check.add_parser(subparsers)
 
 
-COMMANDS = [register_describe, register_golden, register_check]
+def register_engines(subparsers) -> None:
+    """``engines CONFIG [--dtype D]``: how llama.cpp, vLLM and MLX-LM compute the config's
+    RoPE, against transformers (:func:`refimpl.engines.engine_differences`)."""
+    from . import _cli_engines
+
+    _cli_engines.add_parser(subparsers)
+
+
+COMMANDS = [register_describe, register_golden, register_check, register_engines]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -328,3 +328,13 @@ def test_golden_checks_the_free_space_before_writing(cfg_path, tmp_path, capsys,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "GiB free" in err
     assert not out.exists() and list(tmp_path.iterdir()) == [cfg_path]
+
+
+def test_every_registered_command_has_a_parser():
+    from refimpl.__main__ import COMMANDS, build_parser
+
+    parser = build_parser()
+    names = set(parser._subparsers._group_actions[0].choices)
+    assert names == {"describe", "golden", "check", "engines"} and len(COMMANDS) == 4
+    res = _cli("engines", "/no/such/config.json")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no such file" in res.stderr
