@@ -302,7 +302,22 @@ def register_engines(subparsers) -> None:
     _cli_engines.add_parser(subparsers)
 
 
-COMMANDS = [register_describe, register_golden, register_check, register_engines]
+def register_conformance(subparsers) -> None:
+    """``conformance CONFIG --out DIR [--dtype D]`` and ``verify SUITE RESULTS``: write golden
+    cases of a config and check a kernel's outputs against them (exit 0/1/2)."""
+    from . import _cli_conformance
+
+    _cli_conformance.add_parser(subparsers)
+    _cli_conformance.add_verify_parser(subparsers)
+
+
+COMMANDS = [
+    register_describe,
+    register_golden,
+    register_check,
+    register_engines,
+    register_conformance,
+]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -335,6 +335,10 @@ def test_every_registered_command_has_a_parser():
 
     parser = build_parser()
     names = set(parser._subparsers._group_actions[0].choices)
-    assert names == {"describe", "golden", "check", "engines"} and len(COMMANDS) == 4
-    res = _cli("engines", "/no/such/config.json")
-    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no such file" in res.stderr
+    assert names == {"describe", "golden", "check", "engines", "conformance", "verify"}
+    assert len(COMMANDS) == 5
+    for command in ("engines", "conformance"):
+        extra = ["--out", "/no/such/dir"] if command == "conformance" else []
+        res = _cli(command, "/no/such/config.json", *extra)
+        assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+        assert "no such file" in res.stderr
