@@ -13,6 +13,8 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import refimpl
 from refimpl.check import MAX_CHECK_DIM, Finding, check_rope, check_rope_arrays
@@ -451,3 +453,24 @@ def test_families_are_read_through_records(monkeypatch):
     rep = check_rope(with_freqs(res.inv_freq, res.attention_scaling), dim=64)
     assert rep.ok and rep.scaling == "record_yarn", str(rep)
     assert rep.scaling_params["truncate"] is False and rep.scaling_params["factor"] == 32.0
+
+
+@given(
+    base=st.floats(min_value=200.0, max_value=2e6),
+    half=st.integers(min_value=2, max_value=24),
+    pairing=st.sampled_from(["half", "interleaved"]),
+    permuted=st.booleans(),
+)
+def test_arrays_recover_any_base_pairing_and_output_order(base, half, pairing, permuted):
+    d = 2 * half
+    pos, x = _rows(d, [0, 1, 2, 3, 8, 64, 1024, 4096])
+    y = refimpl.apply_rope(x, pos, base=base, pairing=pairing)
+    order = _half_order(d) if permuted and pairing == "interleaved" else np.arange(d)
+    rep = check_rope_arrays(pos, x, y[:, order], dim=d)
+    assert rep.ok, str(rep)
+    assert rep.pairing == pairing and rep.base == pytest.approx(base, rel=2e-3)
+    if np.array_equal(order, np.arange(d)):
+        assert rep.output_permutation is None
+    else:
+        np.testing.assert_array_equal(rep.output_permutation, order)
+    np.testing.assert_allclose(rep.inv_freq, refimpl.inv_freq(d, base), rtol=1e-9)
