@@ -5,6 +5,7 @@ check_rope and the verifier."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import pathlib
 import shutil
 import subprocess
@@ -34,18 +35,39 @@ INTERLEAVED = {
 }
 
 
-@pytest.fixture(scope="module")
-def suite(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("suite")
-    write_suite(GPT_OSS, folder, dtype="bfloat16")
+# Hand-made (labelled): the rope fields of meta-llama/Meta-Llama-3.1-8B (llama3 scaling, theta
+# 5e5, factor 8, low/high 1/4, original 8192, 131072 positions) with a head width of 64.
+LLAMA31 = {
+    "head_dim": 64,
+    "hidden_size": 512,
+    "num_attention_heads": 8,
+    "max_position_embeddings": 131072,
+    "rope_theta": 500000.0,
+    "rope_scaling": {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+}
+# Hand-made (labelled in tests/parity/configs/SOURCES.md): DeepSeek-V3's yarn rope fields.
+DEEPSEEK_V3 = ROOT / "tests" / "parity" / "configs" / "deepseek-v3.handmade.json"
+MODELS = {"gpt-oss-20b": GPT_OSS, "llama-3.1": LLAMA31, "deepseek-v3": DEEPSEEK_V3}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def suite(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(request.param)
+    write_suite(MODELS[request.param], folder, dtype="bfloat16")
     return folder
 
 
-def _compile(tmp_path, *flags):
+def _compile(folder, *flags):
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("no g++ on this machine: the C++ example is not compiled")
-    exe = tmp_path / ("rope_conformance" + "".join(f.strip("-").lower() for f in flags))
+    exe = folder / ("rope_conformance" + "".join(f.strip("-").lower() for f in flags))
     subprocess.run(
         [gxx, "-std=c++17", "-O2", "-Wall", "-Werror", *flags, "-o", str(exe), str(CPP)],
         check=True,
@@ -53,6 +75,16 @@ def _compile(tmp_path, *flags):
         text=True,
     )
     return exe
+
+
+@pytest.fixture(scope="module")
+def good_exe(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("bin"))
+
+
+@pytest.fixture(scope="module")
+def bug_exe(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("bin"), "-DPLANTED_BUG")
 
 
 def _verify_cli(suite, results):
@@ -64,9 +96,10 @@ def _verify_cli(suite, results):
     )
 
 
-def test_cpp_example_passes_the_suite(suite, tmp_path):
-    exe = _compile(tmp_path)
-    subprocess.run([str(exe), str(suite), str(tmp_path / "out")], check=True, capture_output=True)
+def test_cpp_example_passes_the_suite(suite, good_exe, tmp_path):
+    subprocess.run(
+        [str(good_exe), str(suite), str(tmp_path / "out")], check=True, capture_output=True
+    )
     report = verify_outputs(suite, tmp_path / "out")
     assert report.ok, str(report)
     done = _verify_cli(suite, tmp_path / "out")
@@ -74,24 +107,25 @@ def test_cpp_example_passes_the_suite(suite, tmp_path):
     assert "PASS: 7 of 7 cases pass" in done.stdout
 
 
-def test_cpp_planted_bug_is_failed_and_named(suite, tmp_path):
-    exe = _compile(tmp_path, "-DPLANTED_BUG")
-    subprocess.run([str(exe), str(suite), str(tmp_path / "bug")], check=True, capture_output=True)
+def test_cpp_planted_bug_is_failed_and_named(suite, bug_exe, tmp_path):
+    subprocess.run(
+        [str(bug_exe), str(suite), str(tmp_path / "bug")], check=True, capture_output=True
+    )
     report = verify_outputs(suite, tmp_path / "bug")
     assert not report.ok
-    assert any("pairing 'interleaved' instead of 'half'" in d for d in report.diagnosis), str(
-        report
-    )
+    actual = json.loads((suite / "manifest.json").read_text())["cases"][0]["rope"]["pairing"]
+    other = {"half": "interleaved", "interleaved": "half"}[actual]
+    named = f"the results match pairing {other!r} instead of {actual!r}"
+    assert any(named in d for d in report.diagnosis), str(report)
     done = _verify_cli(suite, tmp_path / "bug")
     assert done.returncode == 1
-    assert "diagnosis: probe: the results match pairing 'interleaved'" in done.stdout
+    assert f"diagnosis: probe: {named}" in done.stdout
 
 
-def test_cpp_example_on_interleaved_partial_rotary(tmp_path):
+def test_cpp_example_on_interleaved_partial_rotary(good_exe, tmp_path):
     write_suite(INTERLEAVED, tmp_path / "s", dtype="float16")
-    exe = _compile(tmp_path)
     subprocess.run(
-        [str(exe), str(tmp_path / "s"), str(tmp_path / "o")], check=True, capture_output=True
+        [str(good_exe), str(tmp_path / "s"), str(tmp_path / "o")], check=True, capture_output=True
     )
     assert verify_outputs(tmp_path / "s", tmp_path / "o").ok
 
@@ -104,12 +138,14 @@ def _torch_example():
     return mod
 
 
-def test_torch_example_passes_check_rope_and_verify(suite, tmp_path):
+def test_torch_example_passes_check_rope_and_verify(tmp_path):
     ex = _torch_example()
     theta = 10000.0 ** (-np.arange(32) / 32)
     cache = ex.cos_sin_cache(theta, 4096)
     report = check_rope(ex.as_check_fn(cache, rotary_dim=64), dim=64, base=10000.0, pairing="half")
     assert report.ok, str(report)
+    suite = tmp_path / "suite"
+    write_suite(DEEPSEEK_V3, suite, dtype="bfloat16")  # interleaved pairs in, half order out
     assert ex.write_results(suite, tmp_path / "torch") == 7
     result = verify_outputs(suite, tmp_path / "torch")
     assert result.ok, str(result)

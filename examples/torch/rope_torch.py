@@ -9,7 +9,8 @@ flattened tokens ``(T, H, D)``, one int64 position per token, and a precomputed 
 * ``write_results(suite, results, ...)`` runs it on every case of a conformance suite and
   writes ``q_out`` and ``k_out`` for ``python -m refimpl verify SUITE RESULTS``.
 
-Run: ``python examples/torch/rope_torch.py SUITE RESULTS`` (the suite from
+The kernel rotates the first ``rotary_dim`` features (``rotary_offset`` 0). Run:
+``python examples/torch/rope_torch.py SUITE RESULTS`` (the suite from
 ``python -m refimpl conformance CONFIG --out SUITE``).
 """
 
@@ -32,8 +33,13 @@ def cos_sin_cache(inv_freq, max_position: int, attention_scaling: float = 1.0) -
     return torch.cat([freqs.cos(), freqs.sin()], dim=-1) * attention_scaling
 
 
-def rope_kernel(x, positions, cache, *, rotary_dim: int, is_neox: bool = True) -> torch.Tensor:
-    """Rotate the first ``rotary_dim`` features of ``x`` (T, H, D) at ``positions`` (T,)."""
+def rope_kernel(
+    x, positions, cache, *, rotary_dim: int, is_neox: bool = True, half_output: bool = False
+) -> torch.Tensor:
+    """Rotate the first ``rotary_dim`` features of ``x`` (T, H, D) at ``positions`` (T,).
+
+    ``is_neox``: pairs ``(i, i + r/2)``, else ``(2i, 2i + 1)``; ``half_output`` with
+    adjacent pairs writes pair i to ``(i, i + r/2)`` (MLA's rotary part)."""
     cos, sin = cache[positions].chunk(2, dim=-1)  # (T, r/2) each
     cos, sin = cos[:, None, :].to(x.dtype), sin[:, None, :].to(x.dtype)
     rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
@@ -42,7 +48,8 @@ def rope_kernel(x, positions, cache, *, rotary_dim: int, is_neox: bool = True) -
         out = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
     else:
         x1, x2 = rot[..., 0::2], rot[..., 1::2]
-        out = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).flatten(-2)
+        o1, o2 = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+        out = torch.cat([o1, o2], -1) if half_output else torch.stack([o1, o2], -1).flatten(-2)
     return torch.cat([out, rest], dim=-1)
 
 
@@ -100,6 +107,7 @@ def write_results(suite, results) -> int:
                 cache,
                 rotary_dim=rope["rotary_dim"],
                 is_neox=rope["pairing"] == "half",
+                half_output=rope["output_order"] == "half",
             )
             out[f"{name}_out"] = back(y.numpy())
         write_safetensors(results / entry["files"]["safetensors"], out)
