@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ._checks import (
+    MAX_POSITION,
     as_positions,
     check_base,
     check_dim,
@@ -69,7 +70,7 @@ MAX_CHECK_DIM = 1024
 
 #: Largest position the checker probes: the package's limit (``_checks.MAX_POSITION``, 2**31),
 #: far below int64 overflow, so positions reach ``fn`` exactly as given.
-from ._checks import MAX_POSITION as MAX_PROBE_POSITION  # noqa: E402
+MAX_PROBE_POSITION = MAX_POSITION
 
 # A relative deviation from linearity above this is a nonlinearity, not rounding: float16
 # outputs deviate by ~1e-3, a tanh or a normalisation by O(1).
@@ -162,13 +163,8 @@ _NOT_FITTED = ("default", "linear", "ntk", "dynamic", "longrope", "proportional"
 _TWO_PI = 2.0 * np.pi
 
 
-@dataclasses.dataclass(frozen=True)
-class _Severity:
-    error: str = "error"
-    note: str = "note"
-
-
-SEVERITY = _Severity()
+#: Severities of a :class:`Finding`: an error fails the verdict, a note informs.
+ERROR, NOTE = "error", "note"
 
 
 class Finding(str):
@@ -181,7 +177,7 @@ class Finding(str):
     severity: str
 
     def __new__(cls, severity: str, text: str):
-        if severity not in (SEVERITY.error, SEVERITY.note):
+        if severity not in (ERROR, NOTE):
             raise ValueError(f"severity must be 'error' or 'note', got {severity!r}")
         obj = super().__new__(cls, text)
         obj.severity = severity
@@ -193,11 +189,11 @@ class Finding(str):
 
 
 def _error(text: str) -> Finding:
-    return Finding(SEVERITY.error, text)
+    return Finding(ERROR, text)
 
 
 def _note(text: str) -> Finding:
-    return Finding(SEVERITY.note, text)
+    return Finding(NOTE, text)
 
 
 @dataclasses.dataclass
@@ -1732,8 +1728,8 @@ def _analyse(pos, R, exp: _Expected, d: int, tol: float, floor: float, findings:
     """Stages 3-7 on per-position matrices ``R`` (P, d, d); returns the report."""
     st = _read_structure(R, floor)
     pairing, note, proportional = _classify_pairing(st.pairs, d)
-    errors = [f for f in findings if f.severity == SEVERITY.error]
-    notes = [f for f in findings if f.severity != SEVERITY.error]
+    errors = [f for f in findings if f.severity == ERROR]
+    notes = [f for f in findings if f.severity != ERROR]
     if st.odd:
         errors.append(
             _error(
@@ -1767,7 +1763,7 @@ def _analyse(pos, R, exp: _Expected, d: int, tol: float, floor: float, findings:
     family = rd.profile.scaling not in ("none", "unknown", "linear", "ntk", "proportional")
     applied, ref_scale, att = _judge_attention(rd, exp, family)
     for f in _judge_structure(rd, exp, note) + freq + att:
-        (errors if f.severity == SEVERITY.error else notes).append(f)
+        (errors if f.severity == ERROR else notes).append(f)
     verdict_theta = ref if (ref is not None and len(ref) == len(ang.theta)) else None
     precision, max_error, devs, prec = _judge_precision(
         rd, verdict_theta, ref_scale, tol, bool(errors)
