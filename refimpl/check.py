@@ -7,14 +7,14 @@ The checker reads the linear map :math:`R_m` at each probed position: from a cal
 feeding identity rows (``x = I``, ``positions = [m] * d`` gives ``out = R_m^T``), from arrays by
 least squares over the rows at each position. Then it runs the same stages on the matrices:
 
-1. :func:`_probe_linearity` -- linearity and use of the positions (callables only);
-2. :func:`_read_matrices` / :func:`_matrices_from_arrays` -- per-position matrices;
-3. :func:`_read_structure` -- pairs, pass-through features and any output permutation;
-4. :func:`_read_angles` -- angles, magnitudes, direction, frequencies, offset;
-5. :func:`_fit_profile` -- continuous frequency fit (base, index origin, linear factor,
+1. ``_probe_linearity`` -- linearity and use of the positions (callables only);
+2. ``_read_matrices`` / ``_matrices_from_arrays`` -- per-position matrices;
+3. ``_read_structure`` -- pairs, pass-through features and any output permutation;
+4. ``_read_angles`` -- angles, magnitudes, direction, frequencies, offset;
+5. ``_fit_profile`` -- continuous frequency fit (base, index origin, linear factor,
    per-pair deviations) and scaling families through :data:`refimpl.scaling.ROPE_SCALINGS`;
-6. :func:`_precision` -- the precision class;
-7. :func:`_judge` -- findings against the expectations, each a :class:`Finding`.
+6. ``_precision`` -- the precision class;
+7. ``_judge`` -- findings against the expectations, each a :class:`Finding`.
 
 See the book's part "Check your implementation".
 """
