@@ -14,7 +14,10 @@ least squares over the rows at each position. Then it runs the same stages on th
 5. ``_fit_profile`` -- continuous frequency fit (base, index origin, linear factor,
    per-pair deviations) and scaling families through :data:`refimpl.scaling.ROPE_SCALINGS`;
 6. ``_precision`` -- the precision class;
-7. ``_judge`` -- findings against the expectations, each a :class:`Finding`.
+7. ``_judge_structure``, ``_judge_frequencies``, ``_judge_attention``, ``_judge_precision``
+   -- findings against the expectations, each a :class:`Finding`;
+
+and ``_analyse`` composes stages 3-7 into the :class:`RopeReport`.
 
 See the book's part "Check your implementation".
 """
