@@ -48,7 +48,7 @@ import numpy as np
 
 from ._checks import check_choice
 from .check import check_rope_arrays
-from .config import load_config, rope_from_config
+from .config import load_config, rope_schedule
 from .positions import varlen_positions
 from .rotary import apply_rope, pair_indices
 
@@ -534,7 +534,7 @@ def write_suite(config, out_dir, *, dtype: str = "float32", seed: int = 0, progr
     Parameters
     ----------
     config : dict or path
-        A model ``config.json`` (as :func:`refimpl.config.rope_from_config` reads it).
+        A model ``config.json`` (as :func:`refimpl.config.rope_schedule` reads it).
     out_dir : path
         Directory to write (created if missing): one ``.safetensors`` and one ``.npz`` per
         case and ``manifest.json``, each written to a temporary file and renamed.
@@ -552,7 +552,10 @@ def write_suite(config, out_dir, *, dtype: str = "float32", seed: int = 0, progr
 
     Notes
     -----
-    Cases: prefill, batched decode with per-sequence offsets, a packed varlen batch, long
+    Cases, for every distinct layer spec of the config's schedule
+    (:func:`refimpl.config.rope_schedule`; names prefixed ``layer<first>-`` when there are
+    several, and each case lists its layers): prefill, batched decode with per-sequence
+    offsets, a packed varlen batch, long
     positions (2**16 up to the config's ``max_position_embeddings``, at most 2**24), odd head
     counts, a strided view into a stored buffer, and basis-vector probes; for scaling methods
     whose frequencies switch with the sequence length (dynamic, longrope) the prefill case is
@@ -565,11 +568,15 @@ def write_suite(config, out_dir, *, dtype: str = "float32", seed: int = 0, progr
     folder.mkdir(parents=True, exist_ok=True)
     specs = _specs(cfg)
     rng = np.random.default_rng(seed)
-    plan = [(prefix, spec, case) for prefix, spec, top in specs for case in _cases(spec, rng, top)]
+    plan = [
+        (prefix, spec, layers, case)
+        for prefix, spec, top, layers in specs
+        for case in _cases(spec, rng, top)
+    ]
     entries = []
-    for n, (prefix, spec, case) in enumerate(plan):
+    for n, (prefix, spec, layers, case) in enumerate(plan):
         case.name = prefix + case.name
-        entries.append(_write_case(folder, case, spec, dtype))
+        entries.append({**_write_case(folder, case, spec, dtype), "layers": layers})
         if progress is not None:
             progress(n + 1, len(plan), case.name)
     manifest = _manifest(cfg, source, dtype, entries)
@@ -609,17 +616,28 @@ def _manifest(cfg: Mapping, source, dtype: str, entries: list) -> dict:
     }
 
 
-def _specs(cfg: Mapping) -> list[tuple[str, object, int]]:
-    """(case-name prefix, spec, positions bound) for the config: one spec, or two on either
-    side of the switch of a length-dependent method."""
-    spec = rope_from_config(cfg)
-    top = int(spec.max_position or 2**16)
-    if spec.rope_type not in ("dynamic", "longrope"):
-        return [("", spec, top)]
-    orig = int(spec.params.get("original_max_position", top))
-    below = rope_from_config(cfg, seq_len=orig)
-    above = rope_from_config(cfg, seq_len=max(top, orig + 1))
-    return [("below-switch-", below, orig), ("above-switch-", above, max(top, orig + 1))]
+def _specs(cfg: Mapping) -> list[tuple[str, object, int, list[int]]]:
+    """(case-name prefix, spec, positions bound, layers) for every distinct layer spec of the
+    config's schedule (:func:`refimpl.config.rope_schedule`; layers without RoPE skipped), and
+    two specs, either side of the switch, for a length-dependent method."""
+    schedule = rope_schedule(cfg)
+    groups = {k: v for k, v in schedule.groups().items() if k is not None}
+    specs = schedule.specs()
+    out = []
+    for key, layers in groups.items():
+        spec, first = specs[key], layers[0]
+        prefix = "" if len(groups) == 1 else f"layer{first}-"
+        top = int(spec.max_position or 2**16)
+        if spec.rope_type not in ("dynamic", "longrope"):
+            out.append((prefix, spec, top, layers))
+            continue
+        orig = int(spec.params.get("original_max_position", top))
+        above = max(top, orig + 1)
+        below_spec = rope_schedule(cfg, seq_len=orig)[first].spec
+        above_spec = rope_schedule(cfg, seq_len=above)[first].spec
+        out.append((f"{prefix}below-switch-", below_spec, orig, layers))
+        out.append((f"{prefix}above-switch-", above_spec, above, layers))
+    return out
 
 
 # ---------------------------------------------------------------- verifying

@@ -316,6 +316,19 @@ def test_partial_rotary_cases_copy_the_pass_through_features_exactly(tmp_path):
     assert verify_outputs(tmp_path / "s", tmp_path / "s").ok
 
 
+def test_every_distinct_layer_spec_gets_its_cases(tmp_path):
+    """Released config (tests/parity/configs/SOURCES.md): google/gemma-3-1b-it, sliding layers
+    (base 1e4) and full-attention layers (base 1e6, every sixth layer)."""
+    man = write_suite(CONFIGS / "gemma3-1b-it.json", tmp_path / "s")
+    by_prefix = {}
+    for case in man["cases"]:
+        by_prefix.setdefault(case["name"].split("-")[0], case)
+    assert set(by_prefix) == {"layer0", "layer5"}
+    assert by_prefix["layer0"]["rope"]["base"] != by_prefix["layer5"]["rope"]["base"]
+    assert by_prefix["layer5"]["layers"][:2] == [5, 11]
+    assert verify_outputs(tmp_path / "s", tmp_path / "s").ok
+
+
 def test_write_suite_argument_errors(tmp_path):
     with pytest.raises(ValueError, match="dtype must be one of"):
         write_suite(LLAMA31, tmp_path, dtype="int8")
