@@ -2,6 +2,13 @@
 element-wise application in both feature pairings, the dense rotation matrix, the complex
 form, and conversion of checkpoints between pairings.
 
+:func:`reference_rotation` is the formula itself, a few lines; :func:`apply_rope` and
+:func:`apply_rope_tables` compute exactly what it defines (bit for bit with ``fused=False``)
+with the blocked kernel of the private module ``refimpl._kernel``, and take positions as
+engines pass them (``(B, S)`` ids, ``offsets``, packed ``cu_seqlens``, context-parallel
+shards: :mod:`refimpl.positions`) and the layouts ``rotary_offset``, ``inverse`` and
+``output_order``.
+
 Conventions (see the book's notation page):
 
 * ``inv_freq[i] = base ** (-2 i / d)`` for ``i = 0 .. d/2 - 1`` (0-based, so ``theta_0 = 1``).
