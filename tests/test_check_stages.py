@@ -474,3 +474,28 @@ def test_arrays_recover_any_base_pairing_and_output_order(base, half, pairing, p
     else:
         np.testing.assert_array_equal(rep.output_permutation, order)
     np.testing.assert_allclose(rep.inv_freq, refimpl.inv_freq(d, base), rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("name", "layer_type", "scaling", "params"),
+    [
+        ("deepseek-v3.handmade.json", None, "yarn", {"factor": 40.0}),
+        ("gpt-oss-20b.json", "full_attention", "yarn", {"factor": 32.0, "truncate": False}),
+        ("llama4-text.handmade.json", None, "llama3", {"factor": 16.0, "low_freq_factor": 1.0}),
+        ("gemma4-text.transformers-defaults.json", "full_attention", "proportional", {}),
+    ],
+)
+def test_real_configs_through_rope_from_config(name, layer_type, scaling, params):
+    """The spec read from a real config (refimpl.config) passes against itself and blind, and
+    the blind report names the same family and parameters."""
+    kw = {} if layer_type is None else {"layer_type": layer_type}
+    spec = refimpl.rope_from_config(CONFIGS / name, **kw)
+    judged = check_rope(spec.apply, dim=spec.dim, expected=spec)
+    assert judged.ok and judged.scaling == spec.rope_type, str(judged)
+    blind = check_rope(spec.apply, dim=spec.dim, rotary_dim=spec.rotary_dim)
+    assert blind.ok and blind.scaling == scaling and blind.base == spec.base, str(blind)
+    for key, value in params.items():
+        assert blind.scaling_params[key] == value
+    assert blind.attention_scaling == pytest.approx(spec.attention_scaling)
+    permuted = getattr(spec, "output_order", "same") == "half"
+    assert (blind.output_permutation is not None) == permuted
