@@ -619,3 +619,39 @@ def test_weight_conversion_errors():
 def test_top_level_reexports():
     for name in ("apply_rope", "rotation_matrix", "pairing_permutation", "cos_sin"):
         assert getattr(refimpl, name) is globals()[name]
+
+
+# ---------------------------------------------------------------- the reference rotation
+
+
+@given(data=rope_inputs(max_seq=6), dtype=st.sampled_from([np.float64, np.float32, np.float16]))
+def test_reference_rotation_is_the_loop_formula_and_the_kernel_equals_it(data, dtype):
+    """reference_rotation is the loop oracle's formula bit for bit; apply_rope is the
+    reference rounded once to the input's dtype, bit for bit."""
+    from refimpl.rotary import reference_rotation
+
+    x, pos, base, pairing = data
+    x = x.astype(dtype)
+    d = x.shape[-1]
+    c, s = cos_sin(pos, dim=d, base=base)
+    ref = reference_rotation(x, c, s, pairing=pairing)
+    loop = np.array(
+        oracles.rope(x.astype(np.float64).tolist(), pos.tolist(), oracles_freqs(d, base), pairing)
+    )
+    assert np.array_equal(ref, loop)
+    got = apply_rope(x, pos, base=base, pairing=pairing)
+    assert np.array_equal(got, ref.astype(dtype))
+
+
+def oracles_freqs(d, base):
+    """The package's float64 frequencies (the loop oracle takes them as given)."""
+    return inv_freq(d, base).tolist()
+
+
+def test_reference_rotation_errors():
+    from refimpl.rotary import reference_rotation
+
+    with pytest.raises(ValueError, match=r"cos and sin must both have shape \(seq, r/2\)"):
+        reference_rotation(np.ones((3, 4)), np.ones((3, 1)), np.ones((3, 1)))
+    with pytest.raises(ValueError, match="dim must be even"):
+        reference_rotation(np.ones((3, 5)), np.ones((3, 2)), np.ones((3, 2)))
