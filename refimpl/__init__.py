@@ -106,6 +106,7 @@ from .numerics import (
     transformers_inv_freq_float32,
     ulp_error,
 )
+from .polar import apply_pope, pope_inv_freq
 from .remap import (
     dual_chunk_relative_positions,
     relative_rope_scores,
@@ -165,6 +166,7 @@ __all__ = [
     "alibi_shifted_bias",
     "alibi_slopes",
     "angles",
+    "apply_pope",
     "apply_rope",
     "apply_rope_2d",
     "apply_rope_complex",
@@ -211,6 +213,7 @@ __all__ = [
     "pair_indices",
     "pairing_permutation",
     "pipeline_cos_sin",
+    "pope_inv_freq",
     "read_gguf_rope",
     "relative_defect",
     "relative_drift",
