@@ -144,13 +144,7 @@ def plot_wavelengths(dims_bases, n_train=None):
 
 def plot_dot_vs_offset(offsets, curves):
     """PE(p) . PE(p + k) against k; ``curves`` maps a label to values."""
-    fig, ax = plt.subplots(figsize=(7.0, 3.8), constrained_layout=True)
-    for label, vals in curves.items():
-        ax.plot(offsets, vals, label=label)
-    ax.set_xlabel("offset k (tokens)")
-    ax.set_ylabel("PE(p) · PE(p + k)")
-    ax.legend()
-    return fig
+    return plot_curves(offsets, curves, xlabel="offset k (tokens)", ylabel="PE(p) · PE(p + k)")
 
 
 def plot_pair_trajectories(points, freqs):
@@ -241,15 +235,14 @@ def plot_pairings(dim):
 
 
 def plot_wrong_pairing(positions, errors):
-    """Score error against position when q/k were trained for one pairing and rotated with the
+    """Score error against distance when q/k were trained for one pairing and rotated with the
     other; ``errors`` maps a label to values."""
-    fig, ax = plt.subplots(figsize=(7.0, 3.8), constrained_layout=True)
-    for label, vals in errors.items():
-        ax.plot(positions, vals, label=label)
-    ax.set_xlabel("relative distance n - m (tokens)")
-    ax.set_ylabel("|score error| / |score scale|")
-    ax.legend()
-    return fig
+    return plot_curves(
+        positions,
+        errors,
+        xlabel="relative distance n - m (tokens)",
+        ylabel="|score error| / |score scale|",
+    )
 
 
 # --- Part "What the encodings do" (trained toy models; reads experiments/results/*.json) ---
@@ -274,7 +267,9 @@ def plot_length_generalisation(doc: dict):
     import numpy as np
 
     tasks = sorted({r["task"] for r in doc["results"]}, key=["fetch", "induction", "index"].index)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4.0 * len(tasks), 3.6), sharey=True)
+    fig, axes = plt.subplots(
+        1, len(tasks), figsize=(4.0 * len(tasks), 3.6), sharey=True, constrained_layout=True
+    )
     axes = np.atleast_1d(axes)
     train_len = doc["training"]["seq_len"]
     for ax, task in zip(axes, tasks, strict=True):
@@ -288,13 +283,12 @@ def plot_length_generalisation(doc: dict):
         ax.set_xlabel("evaluation length (tokens)")
     axes[0].set_ylabel(f"accuracy beyond {train_len} tokens (fraction)")
     axes[-1].legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
     return fig
 
 
 def plot_method_curves(rows: list, key: str, title: str, train_len: int):
     """Accuracy against evaluation length, one line per value of ``row[key]``."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
     for i, r in enumerate(rows):
         ax.plot(
             [e["length"] for e in r["eval"]],
@@ -308,7 +302,6 @@ def plot_method_curves(rows: list, key: str, title: str, train_len: int):
     ax.set_ylabel(f"accuracy beyond {train_len} tokens (fraction)")
     ax.set_title(title)
     ax.legend(title=key, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
     return fig
 
 
@@ -332,7 +325,9 @@ def plot_entropy(doc: dict):
     rows = doc["results"]
     heads = sorted({(r["layer"], r["head"]) for r in rows})
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    fig, axes = plt.subplots(1, len(heads), figsize=(3.4 * len(heads), 3.4), sharey=True)
+    fig, axes = plt.subplots(
+        1, len(heads), figsize=(3.4 * len(heads), 3.4), sharey=True, constrained_layout=True
+    )
     for ax, (layer, head) in zip(axes, heads, strict=True):
         for i, method in enumerate(methods):
             sel = [
@@ -363,7 +358,6 @@ def plot_entropy(doc: dict):
         ax.set_xlabel("evaluation length (tokens)")
     axes[0].set_ylabel("attention entropy (nats)")
     axes[-1].legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
     return fig
 
 
@@ -374,7 +368,7 @@ def plot_entropy(doc: dict):
 def plot_pair_ratios(ratios: dict, *, title: str = "", ax=None, legend_loc="best"):
     """One curve per method: h(theta_i) / theta_i against the pair index i."""
     if ax is None:
-        fig, ax = plt.subplots()
+        fig, ax = plt.subplots(constrained_layout=True)
     else:
         fig = ax.figure
     for name, r in ratios.items():
@@ -388,13 +382,12 @@ def plot_pair_ratios(ratios: dict, *, title: str = "", ax=None, legend_loc="best
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
     else:
         ax.legend(loc=legend_loc)
-    fig.tight_layout()
     return fig
 
 
 def plot_angle_coverage(train_angle, extended: dict, *, title: str = ""):
     """Largest angle L*theta_i seen in training against L'*theta'_i at the extended length."""
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(constrained_layout=True)
     i = np.arange(len(train_angle))
     ax.plot(i, train_angle, "k-", lw=2.5, label=r"training: $L\,\theta_i$")
     for name, a in extended.items():
@@ -406,7 +399,6 @@ def plot_angle_coverage(train_angle, extended: dict, *, title: str = ""):
     if title:
         ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -419,19 +411,27 @@ def plot_curves(
     title: str = "",
     logx=False,
     logy=False,
+    step=False,
     styles=None,
     legend_loc="best",
 ):
-    """Several labelled curves on one axis (generic helper of the extension pages).
+    """The book's one generic plotter: several labelled curves y(x) on one axis.
 
-    Points are marked only when there are few of them (dense markers hide the curves).
+    ``curves`` maps a label to y values; ``styles`` maps a label to a matplotlib format
+    string. Points are marked only when there are few of them (dense markers hide the
+    curves); ``step`` draws piecewise-constant curves (bucket indices); ``logx`` uses a
+    symmetric log axis when x reaches zero or below.
     """
-    fig, ax = plt.subplots()
-    marker = "." if len(x) <= 80 else None
+    fig, ax = plt.subplots(constrained_layout=True)
+    marker = "." if len(x) <= 80 and not step else None
     for name, y in curves.items():
-        ax.plot(x, y, (styles or {}).get(name, "-"), marker=marker, label=name)
+        fmt = (styles or {}).get(name, "-")
+        if step:
+            ax.step(x, y, where="mid", label=name)
+        else:
+            ax.plot(x, y, fmt, marker=marker, label=name)
     if logx:
-        ax.set_xscale("log")
+        ax.set_xscale("symlog" if np.min(x) <= 0 else "log")
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -439,7 +439,6 @@ def plot_curves(
     if title:
         ax.set_title(title)
     ax.legend(loc=legend_loc)
-    fig.tight_layout()
     return fig
 
 
@@ -481,26 +480,6 @@ def plot_head_maps(
     return fig
 
 
-def plot_variant_curves(x, curves, *, xlabel, ylabel, title, logx=False, logy=False, step=False):
-    """Several labelled curves y(x) on one axis; ``curves`` maps a label to y values."""
-    fig, ax = plt.subplots()
-    for label, y in curves.items():
-        if step:
-            ax.step(x, y, where="mid", label=label)
-        else:
-            ax.plot(x, y, label=label)
-    if logx:
-        ax.set_xscale("symlog" if np.min(x) <= 0 else "log")
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    return fig
-
-
 # --------------------------------------------------------------------------- numerics part
 NUMERICS_COLORS = {
     "accurate": "black",
@@ -529,7 +508,7 @@ def plot_error_vs_position(curves: dict, bounds: dict, *, title: str):
 
     ``curves`` and ``bounds`` map a pipeline name to ``(positions, values)``.
     """
-    fig, ax = plt.subplots(figsize=(8.0, 5.0))
+    fig, ax = plt.subplots(figsize=(8.0, 5.0), constrained_layout=True)
     for name, (x, y) in curves.items():
         col = NUMERICS_COLORS.get(name)
         ax.loglog(x, y, "-", color=col, lw=1.4, label=name)
@@ -560,14 +539,13 @@ def plot_storage_vs_angles(m, table_values, angle_values, *, mark: float):
 
 def plot_drift(curves: dict, *, title: str, ylabel: str):
     """Log-log drift of the relative property against the query position."""
-    fig, ax = plt.subplots(figsize=(8.0, 4.5))
+    fig, ax = plt.subplots(figsize=(8.0, 4.5), constrained_layout=True)
     for name, (x, y) in curves.items():
         ax.loglog(x, y, "-", color=NUMERICS_COLORS.get(name), label=name)
     ax.set_xlabel("query position m (tokens)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
     return fig
 
 
@@ -575,7 +553,7 @@ def plot_ulp_histograms(ulps: dict, *, title: str):
     """Histograms of ulp errors (log-spaced bins), one per method."""
     import numpy as np
 
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(constrained_layout=True)
     bins = np.concatenate([[0, 0.5, 1.0, 1.5], np.logspace(0.5, 14, 50)])
     for name, u in ulps.items():
         ax.hist(
@@ -607,7 +585,7 @@ def plot_error_growth(implementations, reference, dim, positions):
     x /= np.linalg.norm(x)
     xs = np.tile(x, (len(positions), 1))
     want = reference(xs, positions)
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    fig, ax = plt.subplots(figsize=(7.0, 4.2), constrained_layout=True)
     for name, fn in implementations.items():
         err = np.max(np.abs(fn(xs, positions) - want), axis=1)
         ax.loglog(positions[1:], np.maximum(err[1:], 1e-17), marker="o", ms=3, label=name)
@@ -615,7 +593,6 @@ def plot_error_growth(implementations, reference, dim, positions):
     ax.set_ylabel("max |output - reference| (unit input)")
     ax.set_title("How the error grows with the position")
     ax.legend(loc="lower right", fontsize=9)
-    fig.tight_layout()
     return fig
 
 
@@ -623,7 +600,7 @@ def plot_base_wavelengths(dim, bases, contexts):
     """Wavelength 2*pi*b**(2i/d) per pair for several bases, with context lengths marked."""
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    fig, ax = plt.subplots(figsize=(7.0, 4.2), constrained_layout=True)
     i = np.arange(dim // 2)
     for b in bases:
         ax.semilogy(i, 2 * np.pi * b ** (2 * i / dim), label=f"base {b:g}")
@@ -634,7 +611,6 @@ def plot_base_wavelengths(dim, bases, contexts):
     ax.set_ylabel("wavelength (tokens)")
     ax.set_title("Larger base, longer wavelengths")
     ax.legend(loc="upper left")
-    fig.tight_layout()
     return fig
 
 
@@ -643,7 +619,7 @@ def plot_base_similarity(dim, bases, max_distance):
     import numpy as np
 
     r = np.unique(np.round(np.logspace(0, np.log10(max_distance), 600)))
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    fig, ax = plt.subplots(figsize=(7.0, 4.2), constrained_layout=True)
     i = np.arange(dim // 2)
     for b in bases:
         theta = b ** (-2 * i / dim)
@@ -653,5 +629,4 @@ def plot_base_similarity(dim, bases, max_distance):
     ax.set_ylabel("mean cos(r theta_i) (unitless)")
     ax.set_title("Self-similarity against distance")
     ax.legend(loc="lower left")
-    fig.tight_layout()
     return fig
