@@ -2273,13 +2273,21 @@ first_wrong = ...  # first position float32-rounded o_i no longer recovers (scan
     "decoded is compared with 0..39; first_wrong is recomputed by the same scan.",
     "i = 1/o_i - 1, rounded to the nearest integer.",
 )
+def _first_wrong_float32(top: int = 2**25, chunk: int = 2**20) -> int:
+    """First position i < top that rint(1/rn32(1/(i+1)) - 1) does not recover (chunked scan)."""
+    for start in range(1, top, chunk):
+        pos = np.arange(start, min(start + chunk, top), dtype=np.float64)
+        o32 = (1.0 / (pos + 1.0)).astype(np.float32)
+        wrong = np.nonzero(np.rint(1.0 / o32.astype(np.float64) - 1.0) != pos)[0]
+        if wrong.size:
+            return int(pos[wrong[0]])
+    raise ValueError(f"float32 recovers every position below {top}")
+
+
 def _nope_decode(ns):
-    pos = np.arange(1, 2**25, dtype=np.float64)
-    o32 = (1.0 / (pos + 1.0)).astype(np.float32)
-    wrong = np.nonzero(np.rint(1.0 / o32.astype(np.float64) - 1.0) != pos)[0]
     return _all(
         grade_value(np.asarray(ns["decoded"]).ravel(), np.arange(40), rtol=1e-12, what="decoded"),
-        _int(ns["first_wrong"], int(pos[wrong[0]]), "first_wrong"),
+        _int(ns["first_wrong"], _first_wrong_float32(), "first_wrong"),
     )
 
 
@@ -2540,3 +2548,163 @@ def _llama4_cls(ns):
     if g and not np.allclose(np.asarray(ns["R"])[-1], Q[-1]):
         return _failed("The class token's row should equal its unrotated query.")
     return g
+
+
+# --- audio, the multi-axis framework, graphs ------------------------------------------------
+
+
+@_add(
+    "ex-whisper-vs-sinusoidal",
+    """
+perm = ...        # (384,) channel order of sinusoidal(1500, 384) as sines first, then cosines
+equal_after = ...  # True or False: sinusoidal(1500, 384)[:, perm] == whisper_sinusoids(1500, 384)?
+""",
+    "perm is compared with the even then odd channels; the yes/no answer with the two tables.",
+    "Whisper's frequencies are T**(-i/(C/2 - 1)), not b**(-2i/C).",
+)
+def _whisper(ns):
+    want = np.r_[np.arange(0, 384, 2), np.arange(1, 384, 2)]
+    table = refimpl.sinusoidal(1500, 384)[:, want]
+    truth = bool(np.allclose(table, ns["whisper_sinusoids"](1500, 384)))
+    return _all(
+        grade_value(ns["perm"], want, rtol=1e-12, what="perm"),
+        _choice(ns["equal_after"], truth, "equal_after", {True: "Compare a middle channel pair."}),
+    )
+
+
+@_add(
+    "ex-pitch-shift",
+    """
+Q2 = ...  # queries of the page's 96 patches rotated with every band moved up by 2 (ff + 2)
+K2 = ...  # the same for the keys
+""",
+    "Recomputed with apply_rope_time_frequency; the scores Q2 @ K2.T must equal the page's S.",
+    "Only band offsets enter the scores.",
+)
+def _pitch_shift(ns):
+    f = ns["apply_rope_time_frequency"]
+    q, k, tt, ff = (ns[n] for n in ("q", "k", "tt", "ff"))
+    Q2, K2 = f(np.tile(q, (96, 1)), tt, ff + 2), f(np.tile(k, (96, 1)), tt, ff + 2)
+    return _all(
+        grade_value(ns["Q2"], Q2, rtol=1e-9, atol=1e-12, what="Q2"),
+        grade_value(ns["K2"], K2, rtol=1e-9, atol=1e-12, what="K2"),
+        grade_value(Q2 @ K2.T, ns["S"], rtol=1e-9, atol=1e-9, what="the shifted scores"),
+    )
+
+
+@_add(
+    "ex-framework-fourth-axis",
+    "U4 = ...  # (len(th), 4) frequencies of a blocked 4-section layout (4, 4, 4, 4), page's th",
+    "Compared with the matrix whose row j holds theta_j in the column of its axis; "
+    "mrope_cos_sin must give cos(z U4^T).",
+    "Each row has one non-zero entry, theta_j, in the column mrope_axis_of_pair gives.",
+)
+def _fourth_axis(ns):
+    from refimpl import mrope_cos_sin
+
+    th, sec4 = np.asarray(ns["th"]), (4, 4, 4, 4)
+    want = th[:, None] * np.eye(4)[ns["mrope_axis_of_pair"](sec4)]
+    z = np.random.default_rng(5).integers(0, 40, size=(10, 4))
+    g = grade_value(ns["U4"], want, rtol=1e-12, what="U4")
+    if g and not np.allclose(mrope_cos_sin(z.T, th, sec4)[0], np.cos(z @ want.T)):
+        return _failed("mrope_cos_sin disagrees with cos(z U4^T).")
+    return g
+
+
+@_add(
+    "ex-framework-mixed-text",
+    "freq = ...  # per-pair frequency of a RoPE-Mixed token with x = y = p (page's F)",
+    "Compared with F[0, 0] + F[1, 0] and with the angles rope_mixed_angles gives.",
+    "The angle of pair j is x f_x,j + y f_y,j.",
+)
+def _mixed_text(ns):
+    F = np.asarray(ns["F"])
+    want = F[0, 0] + F[1, 0]
+    p = np.arange(6)
+    if not np.allclose(ns["rope_mixed_angles"](p, p, F)[0], np.outer(p, want)):
+        return _failed("The page's rope_mixed_angles does not give p (f_x + f_y).")
+    return grade_value(ns["freq"], want, rtol=1e-12, what="the frequency")
+
+
+@_add(
+    "ex-graph-path",
+    "graph_buckets = ...  # (12, 12) bucketed hop distances of a 12-node path (8 buckets, max 16)",
+    "Compared with T5's one-directional buckets of -|j - i| (same settings).",
+    "On a path the hop distance is |j - i|.",
+)
+def _graph_path(ns):
+    from refimpl.bias import t5_relative_position_bucket
+
+    ii, jj = np.meshgrid(np.arange(12), np.arange(12), indexing="ij")
+    want = t5_relative_position_bucket(
+        -np.abs(jj - ii), bidirectional=False, num_buckets=8, max_distance=16
+    )
+    return grade_value(ns["graph_buckets"], want, rtol=1e-12, what="the buckets")
+
+
+@_add(
+    "ex-graph-rw-limit",
+    """
+rw_h = ...  # random_walk_encoding of the 6-cycle, 4 steps
+rw_t = ...  # random_walk_encoding of two disjoint triangles, 4 steps
+""",
+    "Both are recomputed with the page's random_walk_encoding.",
+    "A triangle returns in 3 steps; a hexagon (bipartite) never at an odd length.",
+)
+def _graph_rw(ns):
+    def cyc(m):
+        c = np.zeros((m, m))
+        c[np.arange(m), (np.arange(m) + 1) % m] = 1
+        return c + c.T
+
+    tri = np.zeros((6, 6))
+    tri[:3, :3] = tri[3:, 3:] = cyc(3)
+    enc = ns["random_walk_encoding"]
+    return _all(
+        grade_value(ns["rw_h"], enc(cyc(6), 4), rtol=1e-9, atol=1e-12, what="rw_h"),
+        grade_value(ns["rw_t"], enc(tri, 4), rtol=1e-9, atol=1e-12, what="rw_t"),
+    )
+
+
+# --- PoPE -----------------------------------------------------------------------------------
+
+
+@_add(
+    "ex-pope-width",
+    """
+n_features = ...  # features of PoPE's embedding for a head of width 64
+n_freqs = ...     # number of frequencies it uses
+slowest = ...     # the slowest frequency for b = 1e4
+""",
+    "Compared with the page's apply_pope and pope_inv_freq.",
+    "PoPE keeps a cosine and a sine half, one frequency b**(-j/d) per input feature.",
+)
+def _pope_width(ns):
+    f = ns["pope_inv_freq"](64)
+    width = ns["apply_pope"](np.zeros((1, 64)), [3.0]).shape[-1]
+    return _all(
+        _int(ns["n_features"], width, "n_features", mistakes=[(64, "A cosine and a sine half.")]),
+        _int(
+            ns["n_freqs"], f.shape[0], "n_freqs", mistakes=[(32, "One per feature, not per pair.")]
+        ),
+        grade_value(ns["slowest"], f[-1], rtol=1e-9, what="the slowest frequency"),
+    )
+
+
+@_add(
+    "ex-pope-shift",
+    """
+s1 = ...  # score of the page's q at 100 and k at 40 (apply_pope)
+s2 = ...  # the same vectors at 1100 and 1040
+""",
+    "Both are recomputed with the page's apply_pope, q and k; they must be equal.",
+    "Only m - n enters the score.",
+)
+def _pope_shift(ns):
+    ap, q, k = ns["apply_pope"], ns["q"], ns["k"]
+    s1 = ap(q, [100]) @ ap(k, [40]).T
+    s2 = ap(q, [1100]) @ ap(k, [1040]).T
+    return _all(
+        grade_value(ns["s1"], s1, rtol=1e-9, atol=1e-9, what="s1"),
+        grade_value(ns["s2"], s2, rtol=1e-9, atol=1e-9, what="s2"),
+    )

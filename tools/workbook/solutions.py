@@ -66,3 +66,17 @@ BINDINGS.update(
     }
 )
 BINDINGS["ex-pixtral-axial"] = "same = bool(np.allclose(P[0] @ P[1].T, A[0] @ A[1].T))"
+BINDINGS.update(
+    {
+        "ex-whisper-vs-sinusoidal": "equal_after = bool(np.allclose(s_tab[:, perm], pe))",
+        "ex-framework-mixed-text": "freq = F[0, 0] + F[1, 0]",
+        "ex-graph-path": (
+            "graph_buckets = graph_distance_buckets(shortest_path_distances(Pth), num_buckets=8,"
+            " max_distance=16)"
+        ),
+    }
+)
+BINDINGS["ex-pope-width"] = (
+    "n_features = apply_pope(np.zeros((1, 64)), [3.0]).shape[-1]\n"
+    "n_freqs, slowest = f.shape[0], f[-1]"
+)
