@@ -221,6 +221,10 @@ def plan(xa, out, positions, *, offsets, cu_seqlens, cp_rank, cp_size, rows_by_d
         )
     if offsets is not None:
         off = np.asarray(offsets)
+        if off.ndim == 1 and p.ndim == 1 and xa.ndim < 3:
+            raise ValueError(
+                f"offsets (batch,) need x of shape (batch, ..., seq, dim), got {xa.shape}"
+            )
         batch = p.shape[0] if p.ndim == 2 else (xa.shape[0] if off.ndim == 1 else 1)
         off = _check_offsets(offsets, batch)
         p = (p if p.ndim == 2 else p[None]) + off[:, None].astype(np.float64)

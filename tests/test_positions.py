@@ -323,6 +323,8 @@ def test_position_errors_name_the_argument():
         apply_rope(x, None)
     with pytest.raises(ValueError, match=r"offsets must have one entry per sequence \(2\)"):
         apply_rope(x, np.arange(4), offsets=[1, 2, 3])
+    with pytest.raises(ValueError, match=r"offsets \(batch,\) need x of shape \(batch"):
+        apply_rope(x[0, 0], np.arange(4), offsets=[1, 2])
     with pytest.raises(ValueError, match="positions has 5 entries but x has seq = 4"):
         apply_rope(x, np.zeros((2, 5)))
     with pytest.raises(ValueError, match=r"batch = 3 need x of shape \(batch"):
