@@ -19,6 +19,7 @@ import numpy as np
 from . import __version__
 from ._checks import MAX_POSITION, check_positive_int, check_table_size
 from .config import PRECISIONS, RopeSchedule, RopeSpec, rope_schedule
+from .gguf import gguf_schedule, is_gguf
 from .streaming import ProgressPrinter, StreamedArray, write_npz_streams
 
 # Errors that mean "bad input" and become one line on stderr with exit status 2.
@@ -90,8 +91,15 @@ def _pair_lines(spec: RopeSpec) -> list[str]:
     return lines
 
 
+def schedule_of(path, seq_len=None) -> RopeSchedule:
+    """The schedule of a ``config.json`` or, for a GGUF file, the one llama.cpp runs."""
+    if is_gguf(path):
+        return gguf_schedule(path, seq_len=seq_len)
+    return rope_schedule(path, seq_len=seq_len)
+
+
 def _describe(args) -> int:
-    schedule = rope_schedule(args.config, seq_len=args.seq_len)
+    schedule = schedule_of(args.config, seq_len=args.seq_len)
     lines, specs = schedule_lines(schedule)
     out = [
         f"config            {schedule.source}",
@@ -122,7 +130,7 @@ def register_describe(subparsers) -> None:
     p = subparsers.add_parser(
         "describe", help="summarise the RoPE of a config.json layer by layer (and per pair)"
     )
-    p.add_argument("config", help="path to a model config.json")
+    p.add_argument("config", help="path to a model config.json or a .gguf file")
     p.add_argument("--seq-len", type=int, default=None, help="sequence length (dynamic, longrope)")
     p.add_argument(
         "--no-pairs", dest="pairs", action="store_false", help="leave out the per-pair tables"
@@ -210,7 +218,7 @@ def _schedule_meta(schedule: RopeSchedule, keys: list) -> list[dict]:
 def _golden(args) -> int:
     n = check_positive_int(args.positions, "--positions", maximum=MAX_POSITION)
     chunk = check_positive_int(args.chunk, "--chunk", maximum=MAX_POSITION)
-    schedule = rope_schedule(args.config, seq_len=args.seq_len or n)
+    schedule = schedule_of(args.config, seq_len=args.seq_len or n)
     specs = schedule.specs()
     keys = [k for k in schedule.groups() if k is not None]
     if not keys:
@@ -261,7 +269,7 @@ def register_golden(subparsers) -> None:
     p = subparsers.add_parser(
         "golden", help="write golden cos/sin tables of a config to .npz (one set per layer spec)"
     )
-    p.add_argument("config", help="path to a model config.json")
+    p.add_argument("config", help="path to a model config.json or a .gguf file")
     p.add_argument(
         "--positions",
         type=int,

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .config import RopeSpec, load_config
+from .config import LayerRope, RopeSchedule, RopeSpec, load_config
 from .scaling import ROPE_SCALINGS
 
 __all__ = [
@@ -31,6 +31,8 @@ __all__ = [
     "GgufRope",
     "compare_gguf",
     "gguf_rope_metadata",
+    "gguf_schedule",
+    "is_gguf",
     "llamacpp_rope_parameters",
     "read_gguf_rope",
     "rope_from_gguf",
@@ -132,6 +134,9 @@ _PERMUTED_ARCHS = frozenset({"llama", "granite", "smollm3"})
 # read from the top level of config.json by the converter when it is absent there.
 _LLAMACPP_BETAS = (32.0, 1.0)
 _LLAMA3_CONVERTER_ORIGINAL = 8192
+# Architectures whose every 4th layer has no RoPE in llama.cpp (n_no_rope_layer_step = 4).
+_NO_ROPE_EVERY_4TH = frozenset({"llama4", "smollm3"})
+_NO_ROPE_STEP = 4
 # float32 storage of a float key: values agree when within a few float32 rounding errors.
 _F32_AGREE = 4 * 2.0**-24
 _GGUF_TO_HF_TYPE = {"none": "default", "linear": "linear", "yarn": "yarn", "longrope": "longrope"}
@@ -180,7 +185,14 @@ class GgufRope:
 
 
 _TENSORS = ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight")
-_OTHER_KEYS = ("context_length", "attention.key_length", "embedding_length", "attention.head_count")
+_OTHER_KEYS = (
+    "context_length",
+    "attention.key_length",
+    "embedding_length",
+    "attention.head_count",
+    "block_count",
+    "attention.sliding_window_pattern",
+)
 
 
 def _field_value(field):
@@ -633,3 +645,63 @@ def _near(a, b) -> bool:
         return False
     scale = max(abs(float(a)), abs(float(b)), 1e-30)
     return abs(float(a) - float(b)) <= _F32_AGREE * scale
+
+
+def is_gguf(path) -> bool:
+    """Whether ``path`` names an existing file that starts with GGUF's magic bytes."""
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        return False
+    with open(p, "rb") as fh:
+        return fh.read(4) == b"GGUF"
+
+
+def _sliding_layers(rope: GgufRope, n_layers: int) -> list[bool] | None:
+    """Which layers are sliding-window layers, from ``attention.sliding_window_pattern``."""
+    pattern = rope.get("attention.sliding_window_pattern")
+    if isinstance(pattern, list) and len(pattern) == n_layers:
+        return [bool(v) for v in pattern]
+    if isinstance(pattern, int) and pattern > 0:  # every pattern-th layer is global
+        return [(i + 1) % pattern != 0 for i in range(n_layers)]
+    return None
+
+
+def gguf_schedule(path, *, seq_len: int | None = None) -> RopeSchedule:
+    """The per-layer RoPE llama.cpp runs for a GGUF file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    seq_len : int, optional
+        Allocated context (LongRoPE's factor set).
+
+    Returns
+    -------
+    RopeSchedule
+        One :class:`~refimpl.config.LayerRope` per block (``{arch}.block_count``); sliding
+        layers (``attention.sliding_window_pattern`` with ``rope.freq_base_swa``) get their
+        own spec; llama.cpp's every-4th-layer NoPE rule for Llama 4 and SmolLM3 gives
+        ``spec=None`` there.
+    """
+    rope = read_gguf_rope(path)
+    notes = [f"read from GGUF: architecture {rope.arch}"]
+    n_layers = rope.keys.get(f"{rope.arch}.block_count")
+    full = rope_from_gguf(path, seq_len=seq_len)
+    if not n_layers:
+        notes.append("no block_count in the file: one layer shown")
+        n_layers = 1
+    n_layers = int(n_layers)
+    has_swa = rope.get("rope.freq_base_swa") is not None
+    sliding = _sliding_layers(rope, n_layers) if has_swa else None
+    if has_swa and sliding is None:
+        notes.append("rope.freq_base_swa is set but no sliding_window_pattern says which layers")
+    local = rope_from_gguf(path, layer_type="sliding_attention") if sliding else None
+    layers = []
+    for i in range(n_layers):
+        if rope.arch in _NO_ROPE_EVERY_4TH and (i + 1) % _NO_ROPE_STEP == 0:
+            layers.append(LayerRope(i, "full_attention", None))
+        elif sliding and sliding[i]:
+            layers.append(LayerRope(i, "sliding_attention", local))
+        else:
+            layers.append(LayerRope(i, "full_attention", full))
+    return RopeSchedule(tuple(layers), tuple(notes), rope.path, rope.arch)

@@ -193,3 +193,58 @@ def test_truncated_real_file_and_missing_file(tmp_path):
 def test_unknown_model_type_is_named():
     with pytest.raises(ValueError, match="model_type 'gptj'"):
         gguf_rope_metadata(PARITY / "gpt-j-6b.json")
+
+
+def _cli(*args, cwd):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "refimpl", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_describe_and_golden_read_gguf_files(tmp_path):
+    cfg = PARITY / "gemma3-1b-it.json"
+    meta = gguf_rope_metadata(cfg)
+    meta["keys"]["gemma3.block_count"] = 26
+    meta["keys"]["gemma3.attention.sliding_window_pattern"] = 6
+    path = write_gguf(tmp_path / "g.gguf", meta, head_dim=256)
+    r = _cli("describe", path, "--no-pairs", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "layers            26" in r.stdout and "sliding_attention" in r.stdout
+    assert "base 10000" in r.stdout and "base 1e+06" in r.stdout
+    out = tmp_path / "g.npz"
+    r = _cli("golden", path, "--positions", 64, "--out", out, "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    tables = np.load(out)
+    want = rope_from_config(cfg, layer_type="sliding_attention").cos_sin(np.arange(64))[0]
+    cos_members = [k for k in tables.files if k.startswith("cos")]
+    assert len(cos_members) == 2
+    assert any(np.allclose(tables[k], want) for k in cos_members)
+
+
+def test_cli_refuses_a_damaged_gguf_in_one_line(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\0\0\0\x01")
+    r = _cli("describe", bad, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "damaged" in r.stderr
+
+
+def test_llama4_schedule_has_every_fourth_layer_without_rope(tmp_path):
+    meta = gguf_rope_metadata(LLAMA32)
+    meta = {
+        "arch": "llama4",
+        "keys": {k.replace("llama.", "llama4.", 1): v for k, v in meta["keys"].items()},
+        "tensors": {},
+    }
+    meta["keys"]["llama4.block_count"] = 8
+    path = write_gguf(tmp_path / "l4.gguf", meta, head_dim=64)
+    from refimpl.gguf import gguf_schedule
+
+    sched = gguf_schedule(path)
+    assert [layer.spec is None for layer in sched] == [False, False, False, True] * 2
