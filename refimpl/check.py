@@ -119,6 +119,9 @@ _OFFSET_SNAP = 1e-3
 # A family's factor read from the slowest pair is a round value when within this of it (a
 # float32 pipeline measures that frequency to ~1e-7; 4.183 is 3e-5 from 4.18287).
 _SNAP_TAIL = 1e-6
+# Per-pair divisors may dip below 1 or decrease by this relative amount (float32 rounding of
+# the frequencies is 6e-8; LongRoPE's factors step by at least 1e-2).
+_PER_PAIR_SLACK = 1e-5
 # Two attention factors are the same when within this relative amount (float32 tables
 # carry 1e-7; YaRN's factor for s = 2 differs from 1 by 0.07).
 _SCALE_CLOSE = 1e-3
@@ -942,10 +945,27 @@ def _fit_profile(theta, r, exp_base) -> _Profile:
     zeros = "proportional" if len(idx) < len(theta) else "none"
     if b_fit is not None and resid < _GEOMETRIC_RESID:
         return _geometric_profile(theta, idx, r, b_fit, o_fit, resid, exp_base, zeros)
-    fam = _match_family(theta, r, exp_base)
+    fam = _match_family(theta, r, exp_base) or _per_pair_factors(theta, r, exp_base)
     if fam is not None:
         return fam
     return dataclasses.replace(empty, base_fit=b_fit, origin_fit=o_fit, resid=resid)
+
+
+def _per_pair_factors(theta, r, exp_base) -> _Profile | None:
+    """Per-pair divisors ``lambda_i = b^(-2i/r) / theta_i`` of a round base (LongRoPE's
+    factors, GGUF's ``rope_freqs``), when they are at least 1 and never decrease with the pair
+    index (interpolation grows toward the slow pairs); else None. Random frequencies fail it."""
+    if np.any(theta <= 0):
+        return None
+    i = np.arange(len(theta))
+    for c in (exp_base,) if exp_base else _COMMON_BASES:
+        lam = _geometric(r, c, i) / theta
+        rising = np.all(lam[1:] >= lam[:-1] * (1.0 - _PER_PAIR_SLACK))
+        if np.all(lam >= 1.0 - _PER_PAIR_SLACK) and rising:
+            params = {"factors": lam}
+            return _Profile(False, c, None, 0.0, 0, "freq_factors", params, theta.copy(), None,
+                            0.0, [])  # fmt: skip
+    return None
 
 
 def _geometric_profile(theta, idx, r, b_fit, o_fit, resid, exp_base, zeros) -> _Profile:
@@ -1532,6 +1552,13 @@ def _blind_frequency_notes(rd: _Reading, exp: _Expected, ref) -> list[Finding]:
                     )
                 )
                 break
+    if prof.scaling == "freq_factors" and blind:
+        lam = prof.params["factors"]
+        out.append(_note(
+            f"the frequencies are those of base {prof.base:g} divided by per-pair factors from "
+            f"{np.min(lam):.4g} to {np.max(lam):.4g}, never decreasing with the pair index "
+            "(LongRoPE's short/long factors, GGUF's rope_freqs): a consistent profile, but only "
+            "the factors themselves can judge it (pass expected=)."))  # fmt: skip
     zeros = int(np.sum(rd.angles.theta == 0))
     if rd.proportional:
         out.append(

@@ -499,3 +499,15 @@ def test_real_configs_through_rope_from_config(name, layer_type, scaling, params
     assert blind.attention_scaling == pytest.approx(spec.attention_scaling)
     permuted = getattr(spec, "output_order", "same") == "half"
     assert (blind.output_permutation is not None) == permuted
+
+
+def test_blind_per_pair_factors_longrope_style():
+    lam = np.r_[np.full(4, 1.05), np.linspace(1.1, 30.0, 28)]  # non-decreasing, Phi-3-like
+    th = geometric(64, 1e4) / lam
+    rep = check_rope(with_freqs(th), dim=64)
+    assert rep.ok and rep.scaling == "freq_factors" and rep.base == 1e4, str(rep)
+    np.testing.assert_allclose(rep.scaling_params["factors"], lam, rtol=1e-9)
+    assert _has(rep, "per-pair factors from 1.05 to 30", "pass expected=")
+    # factors that fall again toward the slow pairs are no interpolation: not a RoPE of a base
+    bad = check_rope(with_freqs(geometric(64, 1e4) / lam[::-1]), dim=64)
+    assert not bad.ok and _has(bad, "not a rope of any base")

@@ -246,9 +246,11 @@ def test_transformers_phi3_longrope():
     pos = [0, 1, 2, 3, 5, 8, 16, 64, 256, 1024, 2048, 4095]
     rep = check_rope(fn, dim=d, expected=truth, positions=pos)
     _assert_report(rep, truth, blind=False)
-    # blind: per-pair factors are no closed-form family; the report says so and fails
+    # blind: per-pair factors of base 10000, never decreasing: consistent, reported as such
     blind = check_rope(fn, dim=d, positions=pos)
-    assert not blind.ok and "per-pair factors" in " ".join(blind.findings)
+    assert blind.ok and blind.scaling == "freq_factors" and blind.base == 1e4, str(blind)
+    assert "per-pair factors" in " ".join(blind.findings)
+    np.testing.assert_allclose(blind.scaling_params["factors"], short, rtol=1e-6)
     np.testing.assert_allclose(blind.inv_freq, res.inv_freq, rtol=1e-6)
 
 
