@@ -54,6 +54,7 @@ __all__ = [
     "timestamped_video_segments",
     "timm_pixel_bands",
     "timm_rope_angles",
+    "videorope_position_ids",
 ]
 
 MROPE_LAYOUTS = ("blocked", "interleaved", "alternating")
@@ -484,6 +485,73 @@ def mrope_position_ids(
     if ids.shape[1] == 0:
         raise ValueError("segments must contain at least one token")
     return MRopePositions(ids, int(ids.max()) + 1 - ids.shape[1])  # [eq:mrope-decode]
+
+
+def videorope_position_ids(
+    segments, *, spatial_merge_size: int = 2, temporal_spacing: float = 1.0
+) -> MRopePositions:
+    r"""VideoRoPE's position ids: the diagonal layout, with adjustable temporal spacing.
+
+        Parameters
+        ----------
+        segments : sequence
+            As in :func:`mrope_position_ids` (``("text", n)``, ``("image", (T, H, W))``,
+            ``("video", (T, H, W))``; a third video entry is refused, the spacing is global).
+        spatial_merge_size : int, default 2
+        temporal_spacing : float, default 1.0
+            :math:`\delta`, VideoRoPE's ``scale_factor`` (its adjustable temporal spacing).
+
+        Returns
+        -------
+        MRopePositions
+            ``position_ids`` (3, seq) float64 (fractional when :math:`\delta` is) and
+            ``rope_delta`` ``= max(t) + 1 - seq``.
+
+        Notes
+        -----
+        A block starting at ``s`` gives token ``(a, b, c)`` of an ``(T, H', W')`` grid
+        :math:`t = s + a\delta`, :math:`h = t + b - \lfloor (H'-1)/2
+    floor`,
+        :math:`w = t + c - \lfloor (W'-1)/2
+    floor` (:eq:`eq:videorope-ids`): the spatial ids are
+        centred on the frame's time, so frames move along the diagonal ``t = h = w`` that text
+        tokens occupy. Text resumes at the largest *temporal* id + 1. Written from
+        ``get_rope_index`` in Wiselnn570/VideoRoPE ``videorope-transformer/modeling_videorope.py``
+        (@309f5c8). Its frequency allocation is the ``"alternating"`` layout of
+        :func:`mrope_axis_of_pair` with sections ``(s_h + s_w) / 2, (s_h + s_w) / 2, s_t``.
+
+        Examples
+        --------
+        >>> videorope_position_ids([("text", 2), ("image", (1, 6, 2))]).position_ids.tolist()
+        [[0.0, 1.0, 2.0, 2.0, 2.0], [0.0, 1.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 2.0, 2.0]]
+    """
+    m = check_positive_int(spatial_merge_size, "spatial_merge_size")
+    delta = check_nonnegative(temporal_spacing, "temporal_spacing")
+    if isinstance(segments, (str, bytes)) or not hasattr(segments, "__iter__"):
+        raise TypeError(f"segments must be a sequence of segments, got {segments!r}")
+    pos, blocks = 0.0, []
+    for index, item in enumerate(segments):
+        kind, size, _ = _segment(item, index)
+        if kind == "video" and len(item) == 3:
+            raise ValueError(f"segments[{index}]: VideoRoPE's spacing is temporal_spacing")
+        if kind == "text":
+            blocks.append(np.tile(np.arange(size, dtype=np.float64) + pos, (3, 1)))
+            pos += size
+            continue
+        t, h, w = size
+        if h % m or w % m:
+            raise ValueError(f"grid H and W must be divisible by spatial_merge_size {m}")
+        hh, ww = h // m, w // m
+        a, b, c = np.meshgrid(np.arange(t), np.arange(hh), np.arange(ww), indexing="ij")
+        tt = pos + a.ravel() * delta  # [eq:videorope-ids]
+        blocks.append(
+            np.stack([tt, tt + b.ravel() - (hh - 1) // 2, tt + c.ravel() - (ww - 1) // 2])
+        )
+        pos = float(tt.max()) + 1
+    ids = np.concatenate(blocks, axis=1) if blocks else np.zeros((3, 0))
+    if ids.shape[1] == 0:
+        raise ValueError("segments must contain at least one token")
+    return MRopePositions(ids, float(ids[0].max()) + 1 - ids.shape[1])
 
 
 def mrope_decode_position_ids(rope_delta: int, cache_position, *, n_axes: int = 3) -> np.ndarray:

@@ -14,6 +14,7 @@ from refimpl.multiaxis import (
     mrope_position_ids,
     mrope_vision_position_ids,
     timestamped_video_segments,
+    videorope_position_ids,
 )
 from refimpl.rotary import apply_rope_tables, cos_sin, inv_freq
 
@@ -213,6 +214,46 @@ def test_alternating_layout_is_relative_per_axis(shw, st_, shift_h, shift_w):
     assert sc[0] == pytest.approx(sc[1], rel=1e-9, abs=1e-9)
 
 
+def oracle_videorope(segments, merge, delta):
+    """Token by token, as VideoRoPE's get_rope_index (Wiselnn570/VideoRoPE @309f5c8) builds them."""
+    rows, st_idx = [], 0.0
+    for seg in segments:
+        if seg[0] == "text":
+            rows += [(st_idx + k,) * 3 for k in range(seg[1])]
+            st_idx = rows[-1][0] + 1 if seg[1] else st_idx
+            continue
+        t, h, w = seg[1]
+        hh, ww = h // merge, w // merge
+        block = []
+        for a in range(t):
+            for b in range(hh):
+                for c in range(ww):
+                    tt = st_idx + a * delta
+                    block.append((tt, tt + b - (hh - 1) // 2, tt + c - (ww - 1) // 2))
+        rows += block
+        st_idx = max(r[0] for r in block) + 1
+    return np.array(rows, dtype=float).T
+
+
+@given(sequences(), st.sampled_from([0.5, 1.0, 2.0, 3.0]))
+def test_videorope_ids_match_loop_oracle(case, delta):
+    segs, merge, _ = case
+    segs = [s[:2] for s in segs]
+    got = videorope_position_ids(segs, spatial_merge_size=merge, temporal_spacing=delta)
+    want = oracle_videorope(segs, merge, delta)
+    np.testing.assert_array_equal(got.position_ids, want)
+    assert got.rope_delta == want[0].max() + 1 - want.shape[1]
+
+
+def test_videorope_frames_sit_on_the_diagonal():
+    ids = videorope_position_ids([("video", (3, 6, 6))], temporal_spacing=2.0).position_ids
+    frame = 9
+    for a in range(3):
+        t, h, w = ids[:, a * frame : (a + 1) * frame]
+        assert np.all(t == 2.0 * a)
+        assert h.mean() == t[0] and w.mean() == t[0]  # 3 x 3 grid centred on t
+
+
 @pytest.mark.parametrize(
     ("call", "err", "match"),
     [
@@ -246,8 +287,34 @@ def test_alternating_layout_is_relative_per_axis(shw, st_, shift_h, shift_w):
             ValueError,
             "non-negative integers",
         ),
+        (
+            lambda: videorope_position_ids([("video", (2, 4, 4), 2.0)]),
+            ValueError,
+            "temporal_spacing",
+        ),
+        (lambda: videorope_position_ids([("image", (1, 3, 4))]), ValueError, "divisible"),
+        (lambda: videorope_position_ids([("text", 0)]), ValueError, "at least one token"),
     ],
 )
 def test_errors(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def videorope_axis_oracle(mrope_section):
+    """Pair -> row as VideoRoPE's apply_m_modify_multimodal_rotary_pos_emb picks it (its loop over
+    the doubled, reversed sections [hw, t, hw, t] of the full-width table), first half only."""
+    sec = [mrope_section[0], mrope_section[1] + mrope_section[2]] * 2
+    sec = sec[::-1]
+    rows = []
+    for i, n in enumerate(sec):
+        rows += [1 if j % 2 == 0 else 2 for j in range(n)] if i % 2 == 0 else [0] * n
+    return np.array(rows[: sum(mrope_section)])
+
+
+@pytest.mark.parametrize("section", [(16, 24, 24), (8, 12, 12), (4, 2, 6)])
+def test_videorope_frequency_layout_is_the_alternating_layout(section):
+    hw = section[1] + section[2]
+    want = videorope_axis_oracle(section)
+    got = mrope_axis_of_pair((hw // 2, hw // 2, section[0]), "alternating")
+    np.testing.assert_array_equal(got, want)
