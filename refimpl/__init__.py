@@ -53,6 +53,7 @@ from .config import (
     rope_from_config,
     rope_schedule,
 )
+from .conformance import verify_outputs, write_suite
 from .contextual import (
     cope_logits,
     cope_positions,
@@ -107,6 +108,7 @@ from .numerics import (
     ulp_error,
 )
 from .polar import apply_pope, pope_inv_freq
+from .positions import context_parallel_indices, varlen_positions
 from .remap import (
     dual_chunk_relative_positions,
     relative_rope_scores,
@@ -126,6 +128,7 @@ from .rotary import (
     inv_freq,
     pair_indices,
     pairing_permutation,
+    reference_rotation,
     rotation_matrix,
 )
 from .scaling import (
@@ -180,6 +183,7 @@ __all__ = [
     "causal_mask",
     "check_rope",
     "compare_gguf",
+    "context_parallel_indices",
     "cope_logits",
     "cope_positions",
     "cos_sin",
@@ -215,6 +219,7 @@ __all__ = [
     "pipeline_cos_sin",
     "pope_inv_freq",
     "read_gguf_rope",
+    "reference_rotation",
     "relative_defect",
     "relative_drift",
     "relative_profile",
@@ -242,8 +247,11 @@ __all__ = [
     "transformers_float32_frequencies",
     "transformers_inv_freq_float32",
     "ulp_error",
+    "varlen_positions",
+    "verify_outputs",
     "vllm_cos_sin",
     "write_cos_sin_npz",
+    "write_suite",
     "xpos_scale",
     "xpos_zeta",
 ]
