@@ -1153,13 +1153,11 @@ def _f32_longrope(
     *, dim, base=10000.0, short_factor, long_factor, original_max_position, seq_len=None, **_
 ) -> np.ndarray:
     use_long = seq_len is not None and seq_len > original_max_position
-    lam32 = np.asarray(long_factor if use_long else short_factor, np.float64).astype(_F32)
-    pw = _f32_pow(base, _f32_exponents(dim))
-    return (_F32(1.0) / (lam32 * pw).astype(_F32)).astype(_F32)
+    return _f32_freq_factors(dim=dim, base=base, factors=long_factor if use_long else short_factor)
 
 
 def _f32_freq_factors(*, dim, base=10000.0, factors, **_) -> np.ndarray:
-    """LongRoPE's float32 recipe with one factor set: 1 / (f * b**(2i/d))."""
+    """transformers' float32 recipe for per-pair factors (LongRoPE's): 1 / (f * b**(2i/d))."""
     f32 = np.asarray(factors, np.float64).astype(_F32)
     return (_F32(1.0) / (f32 * _f32_pow(base, _f32_exponents(dim))).astype(_F32)).astype(_F32)
 
