@@ -1037,10 +1037,16 @@ def ntk_alpha_frequencies(*, dim: int, base: float = 10000.0, alpha: float) -> S
 # and run after it has validated them.
 
 _F32 = np.float32
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 def _f32_pow(base, exponent: np.ndarray) -> np.ndarray:
     """float32 ``base ** exponent`` correctly rounded (torch's powf is within 1 ulp of it)."""
+    if not abs(float(base)) <= _F32_MAX:
+        raise ValueError(
+            f"base={base!r} exceeds float32's range ({_F32_MAX:.4g}); transformers computes its "
+            "frequencies in float32, so this config has no float32 tables"
+        )
     b = np.float64(_F32(base))
     return (b ** exponent.astype(np.float64)).astype(_F32)
 

@@ -243,3 +243,12 @@ def test_proportional_arguments_are_checked():
         ROPE_SCALINGS["proportional"](dim=8, partial_rotary_factor=1.5)
     with pytest.raises(ValueError, match="factor must be >= 1"):
         ROPE_SCALINGS["proportional"](dim=8, factor=0.5)
+
+
+def test_float32_emulation_refuses_a_base_beyond_float32_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="exceeds float32's range"):
+            ROPE_SCALINGS["default"].float32(dim=8, base=1e300)
