@@ -24,3 +24,6 @@ test-checker-parity: $(CHECKER_PEERS_STAMP)
 
 bench-check: $(STAMP)
 	cd benchmarks && OPENBLAS_NUM_THREADS=1 ../$(PY) bench_check.py
+
+# The peer parity suite (make test-parity, run by CI) includes the checker's peers.
+test-parity: $(CHECKER_PEERS_STAMP)

@@ -43,8 +43,10 @@ from .bias import (
     t5_relative_position_bucket,
 )
 from .check import (
+    Finding,
     RopeReport,
     check_rope,
+    check_rope_arrays,
 )
 from .config import (
     LayerRope,
@@ -155,6 +157,7 @@ __all__ = [
     "PIPELINES",
     "ROPE_SCALINGS",
     "EngineReport",
+    "Finding",
     "FrequencyFit",
     "LayerRope",
     "QueryScaling",
@@ -182,6 +185,7 @@ __all__ = [
     "axial_2d_angles",
     "causal_mask",
     "check_rope",
+    "check_rope_arrays",
     "compare_gguf",
     "context_parallel_indices",
     "cope_logits",
