@@ -70,6 +70,14 @@ def test_every_check_belongs_to_an_exercise():
     assert not stale, f"checks whose exercise label no chapter has (renamed?): {stale}"
 
 
+def test_every_check_grades_a_namespace():
+    import inspect
+
+    for label, spec in checks.CHECKS.items():
+        assert list(inspect.signature(spec.grade).parameters) == ["ns"], label
+        assert spec.how and spec.hint and spec.names, label
+
+
 def test_build_refuses_an_exercise_without_a_check(tmp_path):
     book = tmp_path / "book"
     book.mkdir()

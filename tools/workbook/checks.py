@@ -2264,15 +2264,6 @@ def _nope_count(ns):
     return grade_value(out[:, 0], np.ones(T), rtol=1e-9, what="the outputs' first feature")
 
 
-@_add(
-    "ex-nope-decode",
-    """
-decoded = ...      # positions recovered from the causal outputs o_i = e/(i + 1) of 40 tokens
-first_wrong = ...  # first position float32-rounded o_i no longer recovers (scan up to 2**25)
-""",
-    "decoded is compared with 0..39; first_wrong is recomputed by the same scan.",
-    "i = 1/o_i - 1, rounded to the nearest integer.",
-)
 def _first_wrong_float32(top: int = 2**25, chunk: int = 2**20) -> int:
     """First position i < top that rint(1/rn32(1/(i+1)) - 1) does not recover (chunked scan)."""
     for start in range(1, top, chunk):
@@ -2284,6 +2275,15 @@ def _first_wrong_float32(top: int = 2**25, chunk: int = 2**20) -> int:
     raise ValueError(f"float32 recovers every position below {top}")
 
 
+@_add(
+    "ex-nope-decode",
+    """
+decoded = ...      # positions recovered from the causal outputs o_i = e/(i + 1) of 40 tokens
+first_wrong = ...  # first position float32-rounded o_i no longer recovers (scan up to 2**25)
+""",
+    "decoded is compared with 0..39; first_wrong is recomputed by the same scan.",
+    "i = 1/o_i - 1, rounded to the nearest integer.",
+)
 def _nope_decode(ns):
     return _all(
         grade_value(np.asarray(ns["decoded"]).ravel(), np.arange(40), rtol=1e-12, what="decoded"),
