@@ -24,10 +24,9 @@ BOOK = ROOT / "book"
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(BOOK / "_ext"))
 
-from workbook.chapters import Code, Exercise, read_chapter  # noqa: E402
-
 from workbook import build as wb  # noqa: E402
 from workbook import checks, execute, slicing  # noqa: E402
+from workbook.chapters import Code, Exercise, read_chapter  # noqa: E402
 
 CHAPTERS = {p: read_chapter(p) for p in wb.chapter_paths(BOOK)}
 WITH_EXERCISES = {p: ch for p, ch in CHAPTERS.items() if ch.exercises}

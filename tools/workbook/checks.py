@@ -2708,3 +2708,22 @@ def _pope_shift(ns):
         grade_value(ns["s1"], s1, rtol=1e-9, atol=1e-9, what="s1"),
         grade_value(ns["s2"], s2, rtol=1e-9, atol=1e-9, what="s2"),
     )
+
+
+@_add(
+    "ex-conformance-cp-shard",
+    "held = ...  # positions held by rank 1 of 4 for 16 tokens (eq:rope-cp-shard), as a list",
+    "Compared with refimpl.positions.context_parallel_indices(16, 1, 4).",
+    "Each rank holds chunk r and chunk 2R - 1 - r of 2R chunks of 16 / (2R) tokens.",
+)
+def _cp_shard(ns):
+    from refimpl.positions import context_parallel_indices
+
+    want = context_parallel_indices(16, 1, 4)
+    return grade_value(
+        np.asarray(ns["held"]).ravel(),
+        want,
+        rtol=1e-12,
+        what="the positions of rank 1",
+        mistakes=[(np.arange(4, 8), "That is a contiguous split; CP balances with two chunks.")],
+    )
