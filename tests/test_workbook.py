@@ -204,6 +204,11 @@ def test_no_worked_code_reads_a_name_only_a_solution_defines():
                 defined |= stores
 
 
+def test_glued_values_are_displayed_in_the_workbook():
+    src = 'x = 1\nglue("fig", fig, display=False)\n  glue("v", float(x), display=False)\nclose()'
+    assert wb.show_glued(src) == 'x = 1\nglue("fig", fig)\n  glue("v", float(x))\nclose()'
+
+
 def test_zip_holds_the_workbook_and_its_data(built, tmp_path):
     root, written = built
     z = wb.make_zip(root / "workbook", tmp_path / "wb.zip")

@@ -49,6 +49,9 @@ DATA_GLOBS = (
 )
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ROLE_RE = re.compile(r"\{(?P<role>[\w:-]+)\}`(?P<body>[^`]*)`")
+#: A one-line glue call that hides its value: the book shows it through a {glue} directive,
+#: which a notebook cannot, so the workbook displays it in the cell's output instead.
+HIDDEN_GLUE_RE = re.compile(r"^(?P<call>\s*glue\(.*?),\s*display\s*=\s*False\s*\)\s*$", re.M)
 
 
 def chapter_paths(book: pathlib.Path) -> list[pathlib.Path]:
@@ -84,6 +87,11 @@ def myst_to_markdown(text: str) -> str:
         return f"*{shown}*" if kind in ("ref", "prf:ref", "numref", "term") else shown
 
     return ROLE_RE.sub(role, text)
+
+
+def show_glued(source: str) -> str:
+    """Make one-line ``glue(..., display=False)`` calls display their value."""
+    return HIDDEN_GLUE_RE.sub(lambda m: m.group("call") + ")", source)
 
 
 def _meta(label: str, role: str, nbgrader: dict | None = None) -> dict:
@@ -174,7 +182,8 @@ def chapter_notebook(chapter: Chapter, rel: pathlib.PurePath, *, instructor: boo
             cells.append(v4.new_markdown_cell(myst_to_markdown(part.source), id=next(ids)))
         elif isinstance(part, Code):
             tags = list(part.metadata.get("tags", []))
-            cells.append(v4.new_code_cell(part.source, metadata={"tags": tags}, id=next(ids)))
+            source = show_glued(part.source)
+            cells.append(v4.new_code_cell(source, metadata={"tags": tags}, id=next(ids)))
         else:
             cells += _exercise_cells(part, ids, instructor=instructor)
     nb = v4.new_notebook(cells=cells)
