@@ -609,8 +609,9 @@ def apply_rope(
         Multiplies the rotated features (transformers folds YaRN's factor into cos/sin).
     rotary_dim : int, optional
         Rotate only the first ``rotary_dim`` features and pass the rest through unchanged
-        (partial rotary). Default: ``2 * len(inv_freq)`` if ``inv_freq`` is given, else
-        ``dim - rotary_offset``.
+        (partial rotary). Default: ``dim - rotary_offset``; an ``inv_freq`` with fewer than
+        ``(dim - rotary_offset) / 2`` entries needs ``rotary_dim`` (a partial rotation is
+        never implied).
     out : numpy.ndarray, optional
         Array of the result's shape and dtype to write into. It may be ``x`` itself for an
         in-place rotation (safe: every element is read before its place is written); any other
@@ -667,6 +668,12 @@ def apply_rope(
         if theta.shape[0] * 2 != r:
             raise ValueError(
                 f"inv_freq has {theta.shape[0]} entries but rotary_dim={r} needs {r // 2}"
+            )
+        if rotary_dim is None and r < width:
+            raise ValueError(
+                f"inv_freq has {theta.shape[0]} entries for {width} features: rotating only the "
+                f"first {r} is partial rotary; pass rotary_dim={r} to say so (or "
+                f"{width // 2} frequencies)"
             )
     else:
         r = check_dim(rotary_dim, "rotary_dim") if rotary_dim is not None else width

@@ -68,7 +68,9 @@ def test_float64_bit_identical_to_the_straightforward_formula(shape, pairing, se
     old = _kernel._BLOCK_ELEMS
     _kernel._BLOCK_ELEMS = block
     try:
-        got = refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing, attention_scaling=1.25)
+        got = refimpl.apply_rope(
+            x, pos, inv_freq=theta, pairing=pairing, attention_scaling=1.25, rotary_dim=r
+        )
     finally:
         _kernel._BLOCK_ELEMS = old
     want = straightforward(x, pos, theta, pairing, scale=1.25)
@@ -108,7 +110,7 @@ def test_block_boundaries_and_dtypes(tiny_blocks, pairing, dtype):
     x = rng.standard_normal((2, 3, 37, 12)).astype(dtype)
     pos = np.arange(37) * 1000
     theta = refimpl.inv_freq(8)
-    got = refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing)
+    got = refimpl.apply_rope(x, pos, inv_freq=theta, pairing=pairing, rotary_dim=8)
     assert got.dtype == dtype
     # float32/float16: the float64 result rounded once
     assert np.array_equal(got, straightforward(x, pos, theta, pairing))

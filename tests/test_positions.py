@@ -176,7 +176,7 @@ def bits(a):
 def test_apply_rope_equals_the_per_token_loop(drawn, scale):
     case, x = drawn
     theta = inv_freq(case["r"], 777.0)
-    kw = _keywords(case)
+    kw = {**_keywords(case), "rotary_dim": case["r"]}
     got = apply_rope(x, case["positions"], inv_freq=theta, attention_scaling=scale, **kw)
     want = loop_oracle(x, case, AngleTable(theta, scale))
     assert np.array_equal(bits(got), bits(want))

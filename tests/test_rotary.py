@@ -264,8 +264,11 @@ def test_partial_rotary_rotates_head_and_keeps_tail(rot_h, extra, seq, base, pai
         oracles.rope(x[0].tolist(), list(pos), list(f), pairing, rotary_dim=r),
         atol=1e-10,
     )
-    y2 = apply_rope(x, pos, inv_freq=f, pairing=pairing)  # rotary_dim inferred from inv_freq
+    y2 = apply_rope(x, pos, inv_freq=f, pairing=pairing, rotary_dim=r)
     np.testing.assert_array_equal(y, y2)
+    if extra:  # a short inv_freq never implies a partial rotation
+        with pytest.raises(ValueError, match=f"pass rotary_dim={r}"):
+            apply_rope(x, pos, inv_freq=f, pairing=pairing)
 
 
 @given(data=rope_inputs(), scale=st.floats(0.1, 10.0))
