@@ -315,16 +315,10 @@ def mrope_cos_sin(
 
 
 class MRopePositions(NamedTuple):
-    """Position ids of one multimodal sequence and the offset decoding continues from.
-
-    Attributes
-    ----------
-    position_ids : numpy.ndarray of int64, shape (3, seq)
-        Rows ``t``, ``h``, ``w`` for every token.
-    rope_delta : int
-        ``max(position_ids) + 1 - seq``: the token generated at cache position ``c`` gets
-        position ``c + rope_delta`` on every axis (:eq:`eq:mrope-decode`).
-    """
+    """Position ids of one multimodal sequence and the offset decoding continues from:
+    ``position_ids`` (int64, shape (3, seq), rows ``t``, ``h``, ``w`` of every token) and
+    ``rope_delta`` (``max(position_ids) + 1 - seq``: the token generated at cache position
+    ``c`` gets position ``c + rope_delta`` on every axis, :eq:`eq:mrope-decode`)."""
 
     position_ids: np.ndarray
     rope_delta: int
@@ -492,38 +486,37 @@ def videorope_position_ids(
 ) -> MRopePositions:
     r"""VideoRoPE's position ids: the diagonal layout, with adjustable temporal spacing.
 
-        Parameters
-        ----------
-        segments : sequence
-            As in :func:`mrope_position_ids` (``("text", n)``, ``("image", (T, H, W))``,
-            ``("video", (T, H, W))``; a third video entry is refused, the spacing is global).
-        spatial_merge_size : int, default 2
-        temporal_spacing : float, default 1.0
-            :math:`\delta`, VideoRoPE's ``scale_factor`` (its adjustable temporal spacing).
+    Parameters
+    ----------
+    segments : sequence
+        As in :func:`mrope_position_ids` (``("text", n)``, ``("image", (T, H, W))``,
+        ``("video", (T, H, W))``; a third video entry is refused, the spacing is global).
+    spatial_merge_size : int, default 2
+    temporal_spacing : float, default 1.0
+        :math:`\delta`, VideoRoPE's ``scale_factor`` (its adjustable temporal spacing).
 
-        Returns
-        -------
-        MRopePositions
-            ``position_ids`` (3, seq) float64 (fractional when :math:`\delta` is) and
-            ``rope_delta`` ``= max(t) + 1 - seq``.
+    Returns
+    -------
+    MRopePositions
+        ``position_ids`` (3, seq) float64 (fractional when :math:`\delta` is) and
+        ``rope_delta`` ``= max(t) + 1 - seq``.
 
-        Notes
-        -----
-        A block starting at ``s`` gives token ``(a, b, c)`` of an ``(T, H', W')`` grid
-        :math:`t = s + a\delta`, :math:`h = t + b - \lfloor (H'-1)/2
-    floor`,
-        :math:`w = t + c - \lfloor (W'-1)/2
-    floor` (:eq:`eq:videorope-ids`): the spatial ids are
-        centred on the frame's time, so frames move along the diagonal ``t = h = w`` that text
-        tokens occupy. Text resumes at the largest *temporal* id + 1. Written from
-        ``get_rope_index`` in Wiselnn570/VideoRoPE ``videorope-transformer/modeling_videorope.py``
-        (@309f5c8). Its frequency allocation is the ``"alternating"`` layout of
-        :func:`mrope_axis_of_pair` with sections ``(s_h + s_w) / 2, (s_h + s_w) / 2, s_t``.
+    Notes
+    -----
+    A block starting at ``s`` gives token ``(a, b, c)`` of a ``(T, H', W')`` grid
+    :math:`t = s + a\delta`, :math:`h = t + b - \lfloor (H'-1)/2 \rfloor`,
+    :math:`w = t + c - \lfloor (W'-1)/2 \rfloor` (book equation ``eq:videorope-ids``): the
+    spatial ids are centred on the frame's time, so frames move along the diagonal
+    ``t = h = w`` that text tokens occupy. Text resumes at the largest *temporal* id + 1.
+    Written from ``get_rope_index`` in Wiselnn570/VideoRoPE
+    ``videorope-transformer/modeling_videorope.py`` (@309f5c8). Its frequency allocation is
+    the ``"alternating"`` layout of :func:`mrope_axis_of_pair` with sections
+    ``(s_h + s_w) / 2, (s_h + s_w) / 2, s_t``.
 
-        Examples
-        --------
-        >>> videorope_position_ids([("text", 2), ("image", (1, 6, 2))]).position_ids.tolist()
-        [[0.0, 1.0, 2.0, 2.0, 2.0], [0.0, 1.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 2.0, 2.0]]
+    Examples
+    --------
+    >>> videorope_position_ids([("text", 2), ("image", (1, 6, 2))]).position_ids.tolist()
+    [[0.0, 1.0, 2.0, 2.0, 2.0], [0.0, 1.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 2.0, 2.0]]
     """
     m = check_positive_int(spatial_merge_size, "spatial_merge_size")
     delta = check_nonnegative(temporal_spacing, "temporal_spacing")

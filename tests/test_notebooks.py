@@ -38,7 +38,11 @@ def _pages_in_toc() -> set[pathlib.Path]:
 
 
 NOTEBOOKS = sorted(
-    p for p in BOOK.rglob("*.md") if "_build" not in p.parts and _is_text_notebook(p)
+    p
+    for p in BOOK.rglob("*.md")
+    if "_build" not in p.parts
+    and not any(part.startswith(".") for part in p.relative_to(BOOK).parts)
+    and _is_text_notebook(p)
 )
 
 
