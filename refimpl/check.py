@@ -37,6 +37,7 @@ import numpy as np
 
 from ._checks import (
     MAX_POSITION,
+    as_float_array,
     as_positions,
     check_base,
     check_dim,
@@ -551,8 +552,8 @@ def _matrices_from_arrays(positions, x, y, d: int):
     among them), their (d, d) maps, the largest relative residual of the fits (0 for a linear
     map), the relative noise floor of the output dtype, and notes on skipped positions."""
     pos_all = as_positions(positions, maximum=MAX_PROBE_POSITION)
-    xs = np.asarray(x)
-    ys = np.asarray(y)
+    xs = as_float_array(x, "x", ndim=2)
+    ys = as_float_array(y, "y", ndim=2)
     for name, a in (("x", xs), ("y", ys)):
         if a.ndim != 2 or a.shape != (len(pos_all), d):
             raise ValueError(

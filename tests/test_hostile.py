@@ -177,6 +177,10 @@ def _entry(fn, kwargs, kinds, runs=True, **aliases):
     return Call(fn, kwargs, kinds, aliases, runs)
 
 
+# check_rope_arrays' valid data: basis vectors at five positions, rotated by the reference
+_ARR_POS = np.repeat(np.arange(5.0), 8)
+_ARR_X = np.tile(np.eye(8), (5, 1))
+
 CALLS: dict[str, Call] = {
     # absolute (floor 2)
     "integer_encoding": _entry(
@@ -557,6 +561,19 @@ CALLS.update(
             dict(config={"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}),
             {"config": "config", "seq_len": "pos_int", "pairing": "choice"},
         ),
+        "check_rope_arrays": _entry(
+            refimpl.check_rope_arrays,
+            dict(positions=_ARR_POS, x=_ARR_X, y=refimpl.apply_rope(_ARR_X, _ARR_POS), dim=8),
+            {
+                "positions": "positions",
+                "x": "array",
+                "y": "array",
+                "dim": "dim",
+                "base": "base",
+                "pairing": "choice",
+                "tolerance": "positive",
+            },
+        ),
         "check_rope": _entry(
             refimpl.check_rope,
             dict(fn=refimpl.apply_rope, dim=8),
@@ -735,6 +752,10 @@ CALLS.update(
         ),
     }
 )
+# write_suite's valid call is not run (runs=False); hostile calls that get far enough to
+# write land outside the working tree
+_SCRATCH_SUITE = str(__import__("pathlib").Path(__import__("tempfile").gettempdir()) / "rh-suite")
+
 CALLS.update(
     {
         # positions as engines pass them, the reference rotation, the conformance suite
@@ -753,7 +774,7 @@ CALLS.update(
         ),
         "write_suite": _entry(
             refimpl.write_suite,
-            dict(config=_LLAMA, out_dir="no-such-folder/suite"),
+            dict(config=_LLAMA, out_dir=_SCRATCH_SUITE),
             {"config": "config", "dtype": "choice"},
             runs=False,
         ),
@@ -766,6 +787,7 @@ CALLS.update(
     }
 )
 COVERAGE_TYPES = {
+    "Finding": "CALLS['check_rope'] (the report's findings)",
     "EngineReport": "CALLS['engine_differences'] (the result type)",
     "LayerRope": "CALLS['rope_schedule'] (the result's entries)",
     "QueryScaling": "CALLS['rope_schedule'] (a layer's query scaling)",
