@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from ._checks import (
+    MAX_POSITION,
     as_float_array,
     check_base,
     check_choice,
@@ -28,6 +29,8 @@ from ._checks import (
 
 __all__ = [
     "KERPLE_FORMS",
+    "T5_MAX_BUCKETS",
+    "T5_MAX_DISTANCE",
     "alibi_bias",
     "alibi_shifted_bias",
     "alibi_slopes",
@@ -39,6 +42,10 @@ __all__ = [
 ]
 
 KERPLE_FORMS = ("log", "power")
+# T5's exact bucket table has max_distance + 1 entries: 2**24 keeps it at 128 MiB (real
+# configs use 128); more buckets than that have no use either.
+T5_MAX_DISTANCE = 2**24
+T5_MAX_BUCKETS = 2**16
 # Kerple's power kernel -r1 |i-j|^r2 is conditionally positive definite only for 0 < r2 <= 2.
 _KERPLE_MAX_POWER = 2.0
 
@@ -232,8 +239,8 @@ def alibi_shifted_bias(
 def _check_t5_args(bidirectional, num_buckets, max_distance):
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be a bool, got {type(bidirectional).__name__}")
-    nb = check_positive_int(num_buckets, "num_buckets")
-    md = check_positive_int(max_distance, "max_distance")
+    nb = check_positive_int(num_buckets, "num_buckets", maximum=T5_MAX_BUCKETS)
+    md = check_positive_int(max_distance, "max_distance", maximum=T5_MAX_DISTANCE)
     if bidirectional:
         if nb % 2:
             raise ValueError(
@@ -327,6 +334,13 @@ def t5_relative_position_bucket(
     rel = np.asarray(relative_position)
     if rel.dtype == object or rel.dtype.kind not in "iu":
         raise TypeError(f"relative_position must be an integer array, got dtype {rel.dtype}")
+    if rel.size and (
+        rel.max() > MAX_POSITION or (rel.dtype.kind == "i" and rel.min() < -MAX_POSITION)
+    ):
+        raise ValueError(
+            f"relative_position must lie within +-{MAX_POSITION} (the package's position limit), "
+            f"got values up to {rel.max()} and down to {rel.min()}"
+        )
     rel = rel.astype(np.int64)
     nb, max_exact, md = _check_t5_args(bidirectional, num_buckets, max_distance)
     table = _log_bucket_table(nb, max_exact, md)

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._checks import as_positions, check_dim, check_positive, check_real
+from ._checks import as_inv_freq, as_positions, check_base, check_dim, check_positive, check_real
 from .numerics import round_to
 from .scaling import ROPE_SCALINGS
 
@@ -89,7 +89,7 @@ def ggml_yarn_corr_dims(
     Book equation ``eq:engines-ggml-corr``.
     """
     n = check_dim(n_dims, "n_dims")
-    base = _F32(check_positive(freq_base, "freq_base"))
+    base = _F32(check_base(freq_base, "freq_base"))
     two_pi = _F32(2) * _F32(math.pi)
 
     def corr(beta):
@@ -192,6 +192,7 @@ def ggml_cos_sin(
     (dtype('float32'), (2, 2))
     """
     n = check_dim(n_dims, "n_dims")
+    check_base(freq_base, "freq_base")
     if not isinstance(fused, bool):
         raise TypeError(f"fused must be a bool, got {type(fused).__name__}")
     pos = as_positions(positions)
@@ -255,7 +256,7 @@ def mlx_cos_sin(
     n = check_dim(dims, "dims")
     pos = as_positions(positions).astype(_F32) * _F32(check_positive(scale, "scale"))
     if freqs is None:
-        b = check_positive(base, "base")
+        b = check_base(base)
         step = _F32(math.log(b) / (n // 2))  # ln(b) / (dims/2) in double, then float32
         exponent = -np.arange(n // 2, dtype=_F32) * step
         inv = np.exp(exponent.astype(np.float64)).astype(_F32)  # [eq:engines-mlx]
@@ -301,6 +302,7 @@ def vllm_cos_sin(
         raise ValueError(f"dtype must be 'float32', 'bfloat16' or 'float16', got {dtype!r}")
     pos = as_positions(positions)
     if inv_freq is None:
+        check_base(base)
         ex = np.arange(0, r, 2, dtype=_F32) / _F32(r)
         inv = _F32(1) / np.array([_f32_pow(base, e) for e in ex], dtype=_F32)  # [eq:engines-vllm]
     else:
@@ -572,8 +574,8 @@ def frequency_switch_error(
     -----
     Book equation ``eq:engines-switch``.
     """
-    a = np.asarray(inv_before, np.float64)
-    b = np.asarray(inv_after, np.float64)
+    a = as_inv_freq(inv_before, "inv_before", allow_zero=True)
+    b = as_inv_freq(inv_after, "inv_after", allow_zero=True)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(
             f"inv_before and inv_after must be 1-D of one shape, got {a.shape}, {b.shape}"

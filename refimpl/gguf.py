@@ -218,7 +218,7 @@ def read_gguf_rope(path) -> GgufRope:
         One line naming the file when it is missing, not a GGUF file, truncated or has no
         ``general.architecture``.
     """
-    p = os.fspath(path)
+    p = _path(path)
     if not os.path.isfile(p):
         raise ValueError(f"{p}: no such GGUF file")
     with open(p, "rb") as fh:
@@ -647,9 +647,15 @@ def _near(a, b) -> bool:
     return abs(float(a) - float(b)) <= _F32_AGREE * scale
 
 
+def _path(path) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    return os.fspath(path)
+
+
 def is_gguf(path) -> bool:
     """Whether ``path`` names an existing file that starts with GGUF's magic bytes."""
-    p = os.fspath(path)
+    p = _path(path)
     if not os.path.isfile(p):
         return False
     with open(p, "rb") as fh:

@@ -29,7 +29,6 @@ from ._checks import (
     check_pairing,
     check_positive,
     check_positive_int,
-    check_real,
 )
 from .rotary import apply_rope_tables
 from .rotary import inv_freq as _inv_freq
@@ -307,7 +306,7 @@ def mrope_cos_sin(
         raise ValueError(
             f"mrope_section must sum to len(inv_freq) = d/2 = {half} pairs, got {sum(sec)}"
         )
-    scale = check_real(attention_scaling, "attention_scaling")
+    scale = check_positive(attention_scaling, "attention_scaling")
     axis = mrope_axis_of_pair(sec, layout)  # (d/2,)
     pos = ids[axis, :].T  # (seq, d/2): position seen by each pair
     ang = pos * f[None, :]  # [eq:mrope-angle]

@@ -113,3 +113,25 @@ def test_fire_inputs_stay_in_the_unit_interval_at_every_length(n, c, big_l):
 def test_bad_arguments_are_named(call, word):
     with pytest.raises((ValueError, TypeError), match=word):
         call()
+
+
+@pytest.mark.parametrize(
+    ("rel", "kw", "word"),
+    [
+        (np.array([2**64 - 1], np.uint64), {}, "relative_position"),  # was bucket 1
+        (np.array([-(2**63)]), {}, "relative_position"),  # was an IndexError
+        (np.array([1]), {"max_distance": 10**9}, "max_distance"),  # was unbounded work
+    ],
+)
+def test_t5_buckets_refuse_what_they_cannot_bucket(rel, kw, word):
+    from refimpl import t5_relative_position_bucket
+
+    with pytest.raises(ValueError, match=word):
+        t5_relative_position_bucket(rel, **kw)
+
+
+def test_t5_buckets_of_large_unsigned_distances_are_the_last_bucket():
+    from refimpl import t5_relative_position_bucket
+
+    got = t5_relative_position_bucket(np.array([5, 2**31], np.uint64))
+    assert got.tolist() == [21, 31]

@@ -237,3 +237,22 @@ def test_switching_frequencies_without_rerotating_breaks_relative_scores():
     assert frequency_switch_error(long, long, key_positions=keys, query_positions=queries) < 1e-12
     with pytest.raises(ValueError, match="inv_before"):
         frequency_switch_error(short, long[:3], key_positions=keys, query_positions=queries)
+
+
+@pytest.mark.parametrize(
+    ("call", "word"),
+    [
+        (lambda: ggml_cos_sin([1], n_dims=8, freq_base=True), "freq_base"),
+        (lambda: vllm_cos_sin([1], rotary_dim=8, base=True), "base"),
+        (lambda: mlx_cos_sin([1], dims=8, base=1.0), "base"),
+        (
+            lambda: frequency_switch_error(
+                [1.0, np.inf], [1.0, 1.0], key_positions=[0], query_positions=[1]
+            ),
+            "inv_before",
+        ),
+    ],
+)
+def test_hostile_bases_and_frequencies_are_refused_by_name(call, word):
+    with pytest.raises((ValueError, TypeError), match=word):
+        call()

@@ -248,3 +248,11 @@ def test_llama4_schedule_has_every_fourth_layer_without_rope(tmp_path):
 
     sched = gguf_schedule(path)
     assert [layer.spec is None for layer in sched] == [False, False, False, True] * 2
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"x.gguf"])
+def test_paths_of_the_wrong_type_are_named(bad):
+    with pytest.raises(TypeError, match="path must be"):
+        read_gguf_rope(bad)
+    with pytest.raises(TypeError, match="path must be"):
+        rope_from_gguf(bad)

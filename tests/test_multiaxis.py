@@ -190,3 +190,10 @@ def test_mrope_scores_relative_per_axis():
 def test_errors(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def test_mrope_attention_scaling_must_be_positive():
+    from refimpl import mrope_cos_sin
+
+    with pytest.raises(ValueError, match="attention_scaling must be positive"):
+        mrope_cos_sin(np.zeros((3, 2)), [1.0, 0.1], [1, 1, 0], attention_scaling=0.0)
