@@ -441,14 +441,14 @@ def yarn_attention_scaling(
     1.0
     """
     s = _check_factor(factor)
-    if attention_factor is not None:
-        return check_positive(attention_factor, "attention_factor")
     for value, name in ((mscale, "mscale"), (mscale_all_dim, "mscale_all_dim")):
         if value is not None and check_real(value, name) < 0:
             raise ValueError(
                 f"{name} must be >= 0 (M(s, c) = 0.1 c ln s + 1 is a magnitude; a negative c "
                 f"can make the attention factor negative or divide by zero), got {value}"
             )
+    if attention_factor is not None:  # checked even when an explicit factor wins
+        return check_positive(attention_factor, "attention_factor")
     if mscale and mscale_all_dim:
         return float(_yarn_mscale(s, mscale) / _yarn_mscale(s, mscale_all_dim))
     return _yarn_mscale(s)
@@ -966,6 +966,11 @@ def proportional_frequencies(
         raise ValueError(f"partial_rotary_factor must be in [0, 1], got {p}")
     s = _check_factor(factor)
     k = int(p * d // 2)  # rotated pairs
+    if k == 0:
+        raise ValueError(
+            f"partial_rotary_factor={p} rotates no pair of a {d}-wide head; a layer without "
+            "RoPE has no spec (LayerRope.spec is None)"
+        )
     new = np.zeros(d // 2)
     new[:k] = _default_inv_freq(d, base)[:k] / s  # [eq:models-proportional]
     return ScaledFrequencies(new, 1.0)
@@ -1296,9 +1301,13 @@ def _yarn_attention(
 def _longrope_attention(
     *, original_max_position, factor=None, max_position=None, attention_factor=None, **_
 ) -> float:
+    L = _check_length(original_max_position, "original_max_position")
+    if factor is not None:  # checked even when an explicit attention factor wins
+        _check_factor(factor)
+    if max_position is not None:
+        _check_length(max_position, "max_position")
     if attention_factor is not None:
         return check_positive(attention_factor, "attention_factor")
-    L = _check_length(original_max_position, "original_max_position")
     if factor is None:
         if max_position is None:
             raise ValueError(

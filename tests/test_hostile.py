@@ -927,7 +927,6 @@ SCALING_HOSTILE = {
 # Hostile values that the owners' modules still accept this round; they are not asserted here
 # (each is reported to its owner) and are removed from this table as the fixes land.
 NOT_YET_REFUSED = {
-    ("proportional", "partial_rotary_factor"): [0.0],  # scaling.py: nothing rotated
     ("RopeSpec.apply", "positions"): [_RAGGED],  # config.py/rotary.py: NumPy's message
 }
 

@@ -252,3 +252,21 @@ def test_float32_emulation_refuses_a_base_beyond_float32_without_a_warning():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="exceeds float32's range"):
             ROPE_SCALINGS["default"].float32(dim=8, base=1e300)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "word"),
+    [
+        ("yarn", dict(attention_factor=1.0, mscale=True), "mscale"),
+        ("yarn", dict(attention_factor=1.0, mscale_all_dim=float("nan")), "mscale_all_dim"),
+        ("yarn", dict(attention_factor=1.0, mscale=-1.0), "mscale"),
+        ("longrope", dict(attention_factor=1.0, factor=True), "factor"),
+        ("longrope", dict(attention_factor=1.0, max_position=8.5), "max_position"),
+    ],
+)
+def test_parameters_are_checked_even_when_an_explicit_attention_factor_wins(name, kwargs, word):
+    base_args = {k: v for k, v in ARGS[name].items() if k not in ("factor", "seq_len")}
+    if name == "yarn":
+        base_args["factor"] = 4.0
+    with pytest.raises((ValueError, TypeError), match=word):
+        ROPE_SCALINGS[name](dim=DIM, base=BASE, **{**base_args, **kwargs})
