@@ -966,11 +966,6 @@ def proportional_frequencies(
         raise ValueError(f"partial_rotary_factor must be in [0, 1], got {p}")
     s = _check_factor(factor)
     k = int(p * d // 2)  # rotated pairs
-    if k == 0:
-        raise ValueError(
-            f"partial_rotary_factor={p} rotates no pair of a {d}-wide head; a layer without "
-            "RoPE has no spec (LayerRope.spec is None)"
-        )
     new = np.zeros(d // 2)
     new[:k] = _default_inv_freq(d, base)[:k] / s  # [eq:models-proportional]
     return ScaledFrequencies(new, 1.0)

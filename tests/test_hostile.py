@@ -919,7 +919,8 @@ SCALING_HOSTILE = {
     "short_factor": _FACTOR_LISTS,
     "long_factor": _FACTOR_LISTS,
     "factors": _FACTOR_LISTS,
-    "partial_rotary_factor": [*_REAL_WRONG_TYPE, *_NONFINITE, 0.0, -0.5, 1.5],
+    # 0 is valid: transformers loads it and every pair passes through (cos 1, sin 0)
+    "partial_rotary_factor": [*_REAL_WRONG_TYPE, *_NONFINITE, -0.5, 1.5],
     "alpha": [*_REAL_WRONG_TYPE, *_NONFINITE, 0.0, -1.0],
 }
 
