@@ -42,6 +42,7 @@ from ._checks import (
     as_float_array,
     as_inv_freq,
     as_positions,
+    as_real_array,
     check_base,
     check_choice,
     check_dim,
@@ -387,7 +388,10 @@ class RopeSpec:
             "rotary_offset": self.rotary_offset,
             "output_order": self.output_order,
         }
-        shape = np.shape(x)
+        x = as_real_array(x, "x")  # ragged or non-numeric input is refused by name
+        if positions is not None:
+            positions = as_real_array(positions, "positions")
+        shape = x.shape
         if not shape or shape[-1] != self.dim:
             raise ValueError(f"x must have shape (..., seq, {self.dim}), got {shape}")
         by_token = set(position_keywords) <= {"inverse"} and np.ndim(positions) <= 1

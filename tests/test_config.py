@@ -633,3 +633,11 @@ def test_specs_and_schedules_pickle_and_copy():
     assert list(back) == list(sched)
     with pytest.raises(TypeError, match="read-only"):
         sched[3].query_scaling.params["attn_scale"] = 1.0
+
+
+def test_spec_apply_names_ragged_inputs():
+    spec = rope_from_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4})
+    with pytest.raises(ValueError, match="positions must be a rectangular array"):
+        spec.apply(np.ones((2, 16)), [[0, 1], [2]])
+    with pytest.raises(ValueError, match="x must be a rectangular array"):
+        spec.apply([[1.0] * 16, [1.0] * 15], [0, 1])

@@ -928,7 +928,6 @@ SCALING_HOSTILE = {
 # Hostile values that the owners' modules still accept this round; they are not asserted here
 # (each is reported to its owner) and are removed from this table as the fixes land.
 NOT_YET_REFUSED = {
-    ("RopeSpec.apply", "positions"): [_RAGGED],  # config.py/rotary.py: NumPy's message
 }
 
 
