@@ -260,13 +260,6 @@ class _TableMethod:
         return c, s
 
 
-# The names the streaming tables read (refimpl/streaming.py).
-_fast_cos_sin = fast_cos_sin
-_addition_cos_sin = addition_cos_sin
-_addition_lo_tables = addition_lo_tables
-_check_addition_positions = check_addition_positions
-
-
 def pair_indices(dim: int, pairing: str = "half") -> tuple[np.ndarray, np.ndarray]:
     """Feature indices of the first and second member of every pair.
 

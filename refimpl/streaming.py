@@ -29,14 +29,7 @@ from ._checks import (
     check_real,
     check_table_size,
 )
-from .rotary import (
-    _addition_cos_sin,
-    _addition_lo_tables,
-    _check_addition_positions,
-    _fast_cos_sin,
-    _resolve_inv_freq,
-    cos_sin,
-)
+from .rotary import _TableMethod
 
 __all__ = [
     "STREAM_METHODS",
@@ -147,6 +140,7 @@ def iter_cos_sin(
     >>> parts = list(iter_cos_sin(5, dim=4, chunk=2))
     >>> [(start, c.shape) for start, c, s in parts]
     [(0, (2, 2)), (2, (2, 2)), (4, (1, 2))]
+    >>> from refimpl import cos_sin
     >>> c_all, s_all = cos_sin(np.arange(5), dim=4)
     >>> bool(np.array_equal(np.concatenate([c for _, c, _ in parts]), c_all))
     True
@@ -155,25 +149,13 @@ def iter_cos_sin(
     size = check_positive_int(chunk, "chunk")
     scale = check_real(attention_scaling, "attention_scaling")
     total, get, is_count = _positions_source(positions_or_count)
-    theta = _resolve_inv_freq(inv_freq, dim, base)
-    lo_tables = None
-    if method == "addition":
-        if not is_count:
-            _check_addition_positions(get(0, total))
-        lo_tables = _addition_lo_tables(theta)
+    tables = _TableMethod(method, inv_freq, dim, base, scale)  # the dispatch cos_sin uses
+    if not is_count:
+        tables.check(get(0, total))
     t0 = time.perf_counter()
     for p0 in range(0, total, size):
         p1 = min(total, p0 + size)
-        pos = get(p0, p1)
-        if method == "fast":
-            c, s = _fast_cos_sin(pos, theta, scale)
-        elif method == "accurate":
-            if inv_freq is None:
-                c, s = cos_sin(pos, dim=dim, base=base, attention_scaling=scale, method=method)
-            else:
-                c, s = cos_sin(pos, theta, attention_scaling=scale, method=method)
-        else:
-            c, s = _addition_cos_sin(pos, theta, scale, lo_tables)
+        c, s = tables(get(p0, p1))
         if progress is not None:
             progress(p1, total, time.perf_counter() - t0)
         yield p0, c, s
@@ -480,7 +462,7 @@ def write_cos_sin_npz(
     text = _check_path(path)
     dt = np.dtype(check_choice(_dtype_name(dtype), "dtype", ("float64", "float32", "float16")))
     total, _, _ = _positions_source(positions_or_count)
-    theta = _resolve_inv_freq(inv_freq, dim, base)
+    theta = _TableMethod(method, inv_freq, dim, base, 1.0).theta
     check_table_size(total, theta.shape[0], "each table")
     meta = {} if metadata is None else dict(metadata)
     for key in meta:
