@@ -369,3 +369,19 @@ def test_classic_mistakes_get_their_hint(label, answer, words, capsys):
     checks.check(label, dict(answer))
     out = capsys.readouterr().out
     assert f"[{label}] FAIL" in out and words in out, out
+
+
+def test_a_zip_written_inside_the_workbook_does_not_contain_itself(tmp_path):
+    import zipfile
+
+    from workbook.build import make_zip
+
+    wb = tmp_path / "wb"
+    wb.mkdir()
+    (wb / "a.ipynb").write_text("{}")
+    (wb / "old.zip").write_bytes(b"x")  # a zip from an earlier build is just a file
+    out = make_zip(wb, wb / "refimpl-workbook.zip", root=tmp_path)
+    names = zipfile.ZipFile(out).namelist()
+    assert "workbook/a.ipynb" in names
+    assert not any(n.endswith("refimpl-workbook.zip") or n.endswith(".zip.tmp") for n in names)
+    assert out.stat().st_size < 10_000

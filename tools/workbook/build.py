@@ -261,8 +261,11 @@ def make_zip(
     workbook, zip_path = pathlib.Path(workbook), pathlib.Path(zip_path)
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = zip_path.with_suffix(".zip.tmp")
+    # list the files before the archive exists: the zip may be written inside the workbook
+    # folder (the book's download), and must never contain itself
+    members = [f for f in sorted(workbook.rglob("*")) if f not in (tmp, zip_path)]
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        for f in sorted(workbook.rglob("*")):
+        for f in members:
             rel = f.relative_to(workbook)
             if f.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
                 z.write(f, pathlib.PurePosixPath("workbook", *rel.parts))
