@@ -927,8 +927,7 @@ SCALING_HOSTILE = {
 
 # Hostile values that the owners' modules still accept this round; they are not asserted here
 # (each is reported to its owner) and are removed from this table as the fixes land.
-NOT_YET_REFUSED = {
-}
+NOT_YET_REFUSED = {}
 
 
 def _open_elsewhere(where: str, param: str, value) -> bool:
