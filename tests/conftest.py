@@ -19,3 +19,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(autouse=True)
 def _doctest_namespace(doctest_namespace):
     doctest_namespace["np"] = np
+
+
+# Scripts that regenerate test data (they need the parity extra) are not test modules.
+collect_ignore_glob = ["parity/configs/*.py"]
