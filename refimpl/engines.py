@@ -35,6 +35,7 @@ import numpy as np
 
 from ._checks import as_inv_freq, as_positions, check_base, check_dim, check_positive, check_real
 from .numerics import round_to
+from .rotary import reference_rotation
 from .scaling import ROPE_SCALINGS
 
 __all__ = [
@@ -373,17 +374,24 @@ def _sample_positions(max_position: int) -> np.ndarray:
     return np.concatenate([np.arange(_DENSE_POSITIONS), grid]).astype(np.int64)
 
 
+def _unit_pairs(h: int, seed: int):
+    """Seeded random unit queries and keys, each ``(_SCORE_VECTORS, 2h)``."""
+    v = np.random.default_rng(seed).normal(size=(_SCORE_VECTORS, 2, 2 * h))
+    v /= np.linalg.norm(v, axis=-1, keepdims=True)
+    return v[:, 0], v[:, 1]
+
+
+def _rotated(x: np.ndarray, cos, sin) -> np.ndarray:
+    """Every vector of ``x`` (V, d) rotated at every table row: (V, seq, d), half pairing."""
+    c, s = np.asarray(cos, np.float64), np.asarray(sin, np.float64)
+    xs = np.broadcast_to(x[:, None, :], (x.shape[0], c.shape[0], x.shape[1]))
+    return reference_rotation(xs, c, s, pairing="half")
+
+
 def _scores(cos, sin, seed: int = 0) -> np.ndarray:
     """q_m . k_n of seeded unit vectors rotated with the tables (half pairing)."""
-    h = cos.shape[1]
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=(_SCORE_VECTORS, 2, 2 * h))
-    v /= np.linalg.norm(v, axis=-1, keepdims=True)
-    q1, q2, k1, k2 = v[:, 0, :h], v[:, 0, h:], v[:, 1, :h], v[:, 1, h:]
-    c, s = cos.astype(np.float64), sin.astype(np.float64)
-    rq = np.concatenate([q1[:, None] * c - q2[:, None] * s, q1[:, None] * s + q2[:, None] * c], -1)
-    rk = np.concatenate([k1[:, None] * c - k2[:, None] * s, k1[:, None] * s + k2[:, None] * c], -1)
-    return np.einsum("vmd,vnd->vmn", rq, rk)
+    q, k = _unit_pairs(cos.shape[1], seed)
+    return np.einsum("vmd,vnd->vmn", _rotated(q, cos, sin), _rotated(k, cos, sin))
 
 
 # Model families whose vLLM code renames YaRN to deepseek_yarn (mscale and mscale_all_dim kept).
@@ -546,6 +554,11 @@ def _model_dtype(cfg: Mapping) -> str:
     return value if value in ("float32", "bfloat16", "float16") else "bfloat16"
 
 
+def _tables(pos: np.ndarray, inv: np.ndarray):
+    ang = pos[:, None] * inv  # [eq:engines-switch]
+    return np.cos(ang), np.sin(ang)
+
+
 def frequency_switch_error(
     inv_before, inv_after, *, key_positions, query_positions, seed: int = 0
 ) -> float:
@@ -582,18 +595,8 @@ def frequency_switch_error(
         )
     kp = as_positions(key_positions, "key_positions")
     qp = as_positions(query_positions, "query_positions")
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=(_SCORE_VECTORS, 2, 2 * a.shape[0]))
-    v /= np.linalg.norm(v, axis=-1, keepdims=True)
-
-    def rotate(x, pos, inv):
-        h = inv.shape[0]
-        ang = pos[:, None] * inv  # [eq:engines-switch]
-        c, s = np.cos(ang), np.sin(ang)
-        x1, x2 = x[:, None, :h], x[:, None, h:]
-        return np.concatenate([x1 * c - x2 * s, x1 * s + x2 * c], -1)
-
-    q_after = rotate(v[:, 0], qp, b)
-    mixed = np.einsum("vmd,vnd->vmn", q_after, rotate(v[:, 1], kp, a))
-    consistent = np.einsum("vmd,vnd->vmn", q_after, rotate(v[:, 1], kp, b))
+    q, k = _unit_pairs(a.shape[0], seed)
+    q_after = _rotated(q, *_tables(qp, b))
+    mixed = np.einsum("vmd,vnd->vmn", q_after, _rotated(k, *_tables(kp, a)))
+    consistent = np.einsum("vmd,vnd->vmn", q_after, _rotated(k, *_tables(kp, b)))
     return float(np.abs(mixed - consistent).max())

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import as_float_array, check_count, check_positive, check_positive_int
+from .bias import _query_key_positions
 from .rotary import _resolve_inv_freq, apply_rope, pair_indices
 
 __all__ = [
@@ -37,12 +38,12 @@ __all__ = [
 
 
 def _grid(q_len, k_len, query_offset):
-    """Query and key positions (int64) and the causal distance ``i - j`` of every pair."""
-    ql = check_positive_int(q_len, "q_len")
-    kl = ql if k_len is None else check_positive_int(k_len, "k_len")
-    off = kl - ql if query_offset is None else check_count(query_offset, "query_offset")
-    i = np.arange(ql, dtype=np.int64)[:, None] + off  # (q_len, 1) query positions
-    j = np.arange(kl, dtype=np.int64)[None, :]  # (1, k_len) key positions
+    """Query and key positions (int64) and the causal distance ``i - j`` of every pair (the
+    queries are the last ``q_len`` keys unless ``query_offset`` says otherwise, as for the
+    biases)."""
+    _, _, qi, kj = _query_key_positions(q_len, k_len, query_offset)
+    i = qi.astype(np.int64)[:, None]  # (q_len, 1) query positions
+    j = kj.astype(np.int64)[None, :]  # (1, k_len) key positions
     return i, j, i - j
 
 
