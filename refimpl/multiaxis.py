@@ -36,15 +36,20 @@ from .rotary import inv_freq as _inv_freq
 __all__ = [
     "LLAMA4_CLS_ID",
     "MROPE_LAYOUTS",
+    "MROPE_TOKEN_TYPES",
+    "MRopeBatchPositions",
     "MRopePositions",
     "apply_rope_2d",
     "axial_2d_angles",
     "axial_2d_angles_split",
     "llama4_vision_angles",
     "mrope_axis_of_pair",
+    "mrope_batch_decode_position_ids",
+    "mrope_batch_position_ids",
     "mrope_cos_sin",
     "mrope_decode_position_ids",
     "mrope_position_ids",
+    "mrope_token_types",
     "mrope_vision_position_ids",
     "pixtral_angles",
     "pixtral_flat_ids",
@@ -478,6 +483,249 @@ def mrope_position_ids(
     if ids.shape[1] == 0:
         raise ValueError("segments must contain at least one token")
     return MRopePositions(ids, int(ids.max()) + 1 - ids.shape[1])  # [eq:mrope-decode]
+
+
+class MRopeBatchPositions(NamedTuple):
+    """Position ids of a padded batch: ``position_ids`` (int64, shape (3, B, S); padding
+    slots hold 0) and ``rope_deltas`` (int64, shape (B,): ``max + 1 - n_b`` of each row's
+    ``n_b`` unmasked tokens, :eq:`eq:mrope-decode`)."""
+
+    position_ids: np.ndarray
+    rope_deltas: np.ndarray
+
+
+# Token types of the batched form (transformers 5.x ``mm_token_type_ids``).
+MROPE_TOKEN_TYPES = {"text": 0, "image": 1, "video": 2}
+
+
+def mrope_token_types(input_ids, *, image_token_id: int, video_token_id=None) -> np.ndarray:
+    """Token types (0 text, 1 image, 2 video) of token ids ``(B, S)``: what transformers 5.x's
+    processors return as ``mm_token_type_ids``.
+
+    Parameters
+    ----------
+    input_ids : array_like of int, shape (B, S)
+    image_token_id : int
+        The image placeholder id (``config.image_token_id``).
+    video_token_id : int, optional
+        The video placeholder id; ``None`` when the model has none.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (B, S)
+
+    Examples
+    --------
+    >>> mrope_token_types([[5, 9, 9, 7, 5]], image_token_id=9, video_token_id=7).tolist()
+    [[0, 1, 1, 2, 0]]
+    """
+    ids = _int_matrix(input_ids, "input_ids")
+    image = check_int(image_token_id, "image_token_id")
+    out = np.where(ids == image, MROPE_TOKEN_TYPES["image"], MROPE_TOKEN_TYPES["text"])
+    if video_token_id is not None:
+        video = check_int(video_token_id, "video_token_id")
+        if video == image:
+            raise ValueError(f"video_token_id must differ from image_token_id, both {image}")
+        out[ids == video] = MROPE_TOKEN_TYPES["video"]
+    return out.astype(np.int64)
+
+
+def _int_matrix(x, name: str) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype == object or a.dtype.kind not in "iub":
+        raise TypeError(f"{name} must be an integer array of shape (B, S), got dtype {a.dtype}")
+    if a.ndim != 2 or a.shape[1] == 0:
+        raise ValueError(f"{name} must have shape (B, S) with S >= 1, got {a.shape}")
+    return a.astype(np.int64)
+
+
+def _grid_queue(grids, name: str, split_frames: bool) -> list:
+    if grids is None:
+        return []
+    g = np.asarray(grids)
+    if g.dtype == object or g.dtype.kind not in "iu" or g.ndim != 2 or g.shape[1] != 3:
+        raise ValueError(f"{name} must be an integer array of shape (n, 3) rows (T, H, W)")
+    rows = [tuple(check_positive_int(v, f"{name}[{i}]") for v in r) for i, r in enumerate(g)]
+    if split_frames:  # Qwen3-VL, GLM-4.xV: each temporal patch is its own (1, H, W) grid
+        return [(1, h, w) for t, h, w in rows for _ in range(t)]
+    return rows
+
+
+def _row_segments(types, queues, intervals, m: int, tm: int, row: int) -> list:
+    """Segments of one unpadded row; vision runs take the next grid of their kind in order."""
+    edges = np.flatnonzero(np.diff(types)) + 1
+    starts, ends = np.r_[0, edges], np.r_[edges, types.size]
+    segs = []
+    for a, b in zip(starts, ends, strict=True):
+        kind = ("text", "image", "video")[types[a]]
+        if kind == "text":
+            segs.append(("text", int(b - a)))
+            continue
+        if not queues[kind]:
+            raise ValueError(f"row {row}: more {kind} runs than {kind}_grid_thw rows")
+        t, h, w = queues[kind].pop(0)
+        n = (t // (tm if kind == "video" else 1)) * (h // m) * (w // m)
+        if n != b - a:
+            raise ValueError(
+                f"row {row}: the {kind} run at unpadded index {a} has {b - a} tokens but its "
+                f"grid {(t, h, w)} gives {n} (each grid must fill exactly one run; separate "
+                f"adjacent {kind}s by text such as <|vision_end|><|vision_start|>)"
+            )
+        segs.append((kind, (t, h, w), intervals.pop(0)) if kind == "video" else (kind, (t, h, w)))
+    return segs
+
+
+def mrope_batch_position_ids(
+    token_types,
+    *,
+    attention_mask=None,
+    image_grid_thw=None,
+    video_grid_thw=None,
+    video_time_intervals=None,
+    split_video_frames: bool = False,
+    spatial_merge_size: int = 2,
+    temporal_merge_size: int = 1,
+    resume: str = "spatial",
+    time_precision: str = "float64",
+) -> MRopeBatchPositions:
+    r"""M-RoPE position ids of a padded batch, in the form of transformers' ``get_rope_index``.
+
+    Parameters
+    ----------
+    token_types : array_like of int, shape (B, S)
+        0 text, 1 image, 2 video per slot (:func:`mrope_token_types` from token ids).
+    attention_mask : array_like of 0/1, shape (B, S), optional
+        1 for real tokens, 0 for padding (left, right or anywhere); each row is numbered over
+        its unmasked tokens only. ``None``: no padding.
+    image_grid_thw, video_grid_thw : array_like of int, shape (n, 3), optional
+        Patch grids ``(T, H, W)`` of all images / videos of the batch, row after row in order;
+        each run of image (video) slots takes the next image (video) grid.
+    video_time_intervals : sequence of float, optional
+        Temporal step per video, in the order of ``video_grid_thw`` (Qwen2.5-VL:
+        ``tokens_per_second * second_per_grid_t``); default 1 for every video.
+    split_video_frames : bool, default False
+        True for Qwen3-VL and GLM-4.xV: each video becomes ``T`` grids ``(1, H, W)``, one per
+        run of video slots (the frames sit between timestamp text).
+    spatial_merge_size, temporal_merge_size, resume, time_precision
+        As in :func:`mrope_position_ids` (``resume="spatial"`` is transformers 5.x).
+
+    Returns
+    -------
+    MRopeBatchPositions
+        ``position_ids`` (3, B, S) with 0 in padding slots, ``rope_deltas`` (B,).
+
+    Notes
+    -----
+    Row ``b``'s unmasked slots get exactly :func:`mrope_position_ids` of their segments, so
+    padding changes no real token's ids (:eq:`eq:mrope-text-ids`, :eq:`eq:mrope-grid`).
+
+    Examples
+    --------
+    >>> out = mrope_batch_position_ids(
+    ...     [[0, 0, 0, 1, 1, 0], [0, 0, 1, 1, 0, 0]], attention_mask=[[0, 1, 1, 1, 1, 1],
+    ...     [1, 1, 1, 1, 1, 1]], image_grid_thw=[[1, 2, 4], [1, 2, 4]])
+    >>> out.position_ids[0].tolist()
+    [[0, 0, 1, 2, 2, 4], [0, 1, 2, 2, 4, 5]]
+    >>> out.rope_deltas.tolist()
+    [0, 0]
+    """
+    types = _int_matrix(token_types, "token_types")
+    if types.size and (types.min() < 0 or types.max() > 2):
+        raise ValueError("token_types must hold 0 (text), 1 (image) or 2 (video)")
+    mask = np.ones_like(types, dtype=bool) if attention_mask is None else _mask(attention_mask)
+    if mask.shape != types.shape:
+        raise ValueError(f"attention_mask shape {mask.shape} != token_types shape {types.shape}")
+    split = check_flag(split_video_frames, "split_video_frames")
+    queues = {
+        "image": _grid_queue(image_grid_thw, "image_grid_thw", False),
+        "video": _grid_queue(video_grid_thw, "video_grid_thw", split),
+    }
+    intervals = _video_intervals(video_time_intervals, video_grid_thw, queues["video"], split)
+    m = check_positive_int(spatial_merge_size, "spatial_merge_size")
+    tm = check_positive_int(temporal_merge_size, "temporal_merge_size")
+    ids = np.zeros((3, *types.shape), dtype=np.int64)
+    deltas = np.zeros(types.shape[0], dtype=np.int64)
+    for b in range(types.shape[0]):
+        if not mask[b].any():
+            raise ValueError(f"attention_mask row {b} has no unmasked token")
+        segs = _row_segments(types[b][mask[b]], queues, intervals, m, tm, b)
+        row = mrope_position_ids(
+            segs,
+            spatial_merge_size=m,
+            temporal_merge_size=tm,
+            resume=resume,
+            time_precision=time_precision,
+        )
+        ids[:, b, mask[b]] = row.position_ids
+        deltas[b] = row.rope_delta
+    left = [k for k, q in queues.items() if q]
+    if left:
+        raise ValueError(f"{left[0]}_grid_thw has more rows than the batch has {left[0]} runs")
+    return MRopeBatchPositions(ids, deltas)
+
+
+def _mask(attention_mask) -> np.ndarray:
+    a = _int_matrix(attention_mask, "attention_mask")
+    if np.any((a != 0) & (a != 1)):
+        raise ValueError("attention_mask must hold only 0 (padding) and 1 (token)")
+    return a.astype(bool)
+
+
+def _video_intervals(intervals, grids, queue: list, split: bool) -> list:
+    n_videos = 0 if grids is None else len(np.asarray(grids))
+    if intervals is None:
+        return [1.0] * len(queue)
+    if split:
+        raise ValueError("video_time_intervals does not apply with split_video_frames=True")
+    vals = [check_nonnegative(v, f"video_time_intervals[{i}]") for i, v in enumerate(intervals)]
+    if len(vals) != n_videos:
+        raise ValueError(
+            f"video_time_intervals must have one entry per video ({n_videos}), got {len(vals)}"
+        )
+    return vals
+
+
+def mrope_batch_decode_position_ids(
+    rope_deltas, *, attention_mask=None, cache_position=None
+) -> np.ndarray:
+    r"""Position ids of a batch's generated tokens from its ``rope_deltas`` (transformers'
+    ``compute_3d_position_ids`` once the prompt is cached).
+
+    Parameters
+    ----------
+    rope_deltas : array_like of int, shape (B,)
+        From :func:`mrope_batch_position_ids`.
+    attention_mask : array_like of 0/1, shape (B, L), optional
+        The mask over prompt and generated slots: slot ``k`` gets
+        ``(number of unmasked slots before it) + rope_delta``; masked slots get
+        ``rope_delta`` (transformers fills them with 0 before adding it; they are never
+        attended).
+    cache_position : array_like of int, shape (n,), optional
+        Without a mask: KV-cache indices of the new tokens, ``c + rope_delta`` for every row.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (3, B, L) or (3, B, n)
+
+    Examples
+    --------
+    >>> mrope_batch_decode_position_ids([-2, 1], attention_mask=[[0, 1, 1], [1, 1, 1]])[0]
+    array([[-2, -2, -1],
+           [ 1,  2,  3]])
+    """
+    d = np.asarray(rope_deltas)
+    if d.dtype == object or d.dtype.kind not in "iu" or d.ndim != 1:
+        raise TypeError(f"rope_deltas must be a 1-D integer array, got {rope_deltas!r}")
+    if (attention_mask is None) == (cache_position is None):
+        raise ValueError("give exactly one of attention_mask and cache_position")
+    if attention_mask is not None:
+        mask = _mask(attention_mask)
+        if mask.shape[0] != d.shape[0]:
+            raise ValueError(f"attention_mask has {mask.shape[0]} rows, rope_deltas {d.size}")
+        pos = np.where(mask, np.cumsum(mask, axis=1) - 1, 0)  # [eq:mrope-decode]
+    else:
+        pos = np.tile(mrope_decode_position_ids(0, cache_position, n_axes=1), (d.size, 1))
+    return np.tile(pos + d[:, None].astype(np.int64), (3, 1, 1))
 
 
 def videorope_position_ids(

@@ -9,9 +9,12 @@ from hypothesis import strategies as st
 
 from refimpl.multiaxis import (
     mrope_axis_of_pair,
+    mrope_batch_decode_position_ids,
+    mrope_batch_position_ids,
     mrope_cos_sin,
     mrope_decode_position_ids,
     mrope_position_ids,
+    mrope_token_types,
     mrope_vision_position_ids,
     timestamped_video_segments,
     videorope_position_ids,
@@ -68,6 +71,10 @@ GRID = st.tuples(st.integers(1, 4), st.integers(1, 5), st.integers(1, 5))
 def sequences(draw):
     merge = draw(st.sampled_from([1, 2]))
     tmerge = draw(st.sampled_from([1, 2]))
+    return draw_segments(draw, merge, tmerge), merge, tmerge
+
+
+def draw_segments(draw, merge, tmerge):
     segs = []
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["text", "image", "video"]))
@@ -82,7 +89,7 @@ def sequences(draw):
             segs.append((kind, grid))
     if all(s[0] == "text" and s[1] == 0 for s in segs):
         segs.append(("text", 1))
-    return segs, merge, tmerge
+    return segs
 
 
 @given(sequences(), st.sampled_from(["max", "spatial"]))
@@ -318,3 +325,172 @@ def test_videorope_frequency_layout_is_the_alternating_layout(section):
     want = videorope_axis_oracle(section)
     got = mrope_axis_of_pair((hw // 2, hw // 2, section[0]), "alternating")
     np.testing.assert_array_equal(got, want)
+
+
+def separated(segs):
+    """Text between adjacent vision blocks of one kind (the processor's vision_end/start)."""
+    out = []
+    for seg in segs:
+        if out and seg[0] != "text" and out[-1][0] == seg[0]:
+            out.append(("text", 1))
+        out.append(seg)
+    return out
+
+
+def row_tokens(segs, merge, tmerge):
+    types = []
+    for seg in segs:
+        if seg[0] == "text":
+            types += [0] * seg[1]
+        else:
+            t, h, w = seg[1]
+            tm = tmerge if seg[0] == "video" else 1
+            types += [1 if seg[0] == "image" else 2] * ((t // tm) * (h // merge) * (w // merge))
+    return types
+
+
+@st.composite
+def padded_batches(draw):
+    merge = draw(st.sampled_from([1, 2]))
+    tmerge = draw(st.sampled_from([1, 2]))
+    rows = [separated(draw_segments(draw, merge, tmerge)) for _ in range(draw(st.integers(1, 4)))]
+    pads = [(draw(st.integers(0, 5)), draw(st.integers(0, 5))) for _ in rows]
+    return rows, pads, merge, tmerge
+
+
+def batch_arrays(rows, pads, merge, tmerge):
+    """Token types, mask, grids and intervals of the padded batch (padding: type 0, mask 0)."""
+    toks = [row_tokens(r, merge, tmerge) for r in rows]
+    width = max(len(t) + a + b for t, (a, b) in zip(toks, pads, strict=True))
+    types = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros_like(types)
+    for i, (t, (left, _)) in enumerate(zip(toks, pads, strict=True)):
+        types[i, left : left + len(t)] = t
+        mask[i, left : left + len(t)] = 1
+    vision = [s for r in rows for s in r if s[0] != "text"]
+    images = [s[1] for s in vision if s[0] == "image"] or None
+    videos = [s[1] for s in vision if s[0] == "video"]
+    intervals = [s[2] if len(s) == 3 else 1.0 for s in vision if s[0] == "video"]
+    return types, mask, images, videos or None, intervals or None
+
+
+@given(padded_batches(), st.sampled_from(["max", "spatial"]))
+def test_padded_batch_matches_loop_oracle(case, resume):
+    rows, pads, merge, tmerge = case
+    types, mask, images, videos, intervals = batch_arrays(rows, pads, merge, tmerge)
+    got = mrope_batch_position_ids(
+        types,
+        attention_mask=mask,
+        image_grid_thw=images,
+        video_grid_thw=videos,
+        video_time_intervals=intervals,
+        spatial_merge_size=merge,
+        temporal_merge_size=tmerge,
+        resume=resume,
+    )
+    assert got.position_ids.shape == (3, *types.shape)
+    for b, segs in enumerate(rows):
+        want = oracle_ids(segs, merge, tmerge, resume)
+        real = mask[b].astype(bool)
+        np.testing.assert_array_equal(got.position_ids[:, b, real], want)
+        assert np.all(got.position_ids[:, b, ~real] == 0)
+        assert got.rope_deltas[b] == want.max() + 1 - want.shape[1]
+
+
+@given(padded_batches())
+def test_padding_moves_no_real_token_and_decode_continues_each_row(case):
+    rows, pads, merge, tmerge = case
+    types, mask, images, videos, intervals = batch_arrays(rows, pads, merge, tmerge)
+    kw = dict(image_grid_thw=images, video_grid_thw=videos, video_time_intervals=intervals)
+    kw.update(spatial_merge_size=merge, temporal_merge_size=tmerge)
+    padded = mrope_batch_position_ids(types, attention_mask=mask, **kw)
+    flipped = [(b, a) for a, b in pads]  # the same rows padded on the other side
+    types2, mask2, *_ = batch_arrays(rows, flipped, merge, tmerge)
+    other = mrope_batch_position_ids(types2, attention_mask=mask2, **kw)
+    for b in range(len(rows)):
+        np.testing.assert_array_equal(
+            padded.position_ids[:, b, mask[b] == 1], other.position_ids[:, b, mask2[b] == 1]
+        )
+    np.testing.assert_array_equal(padded.rope_deltas, other.rope_deltas)
+    # one generated token per row: its position is the row's max + 1 on every axis
+    grown = np.concatenate([mask, np.ones((len(rows), 1), dtype=mask.dtype)], axis=1)
+    new = mrope_batch_decode_position_ids(padded.rope_deltas, attention_mask=grown)[:, :, -1]
+    want = [padded.position_ids[:, b, mask[b] == 1].max() + 1 for b in range(len(rows))]
+    np.testing.assert_array_equal(new, np.tile(want, (3, 1)))
+
+
+def test_token_types_from_ids():
+    ids = np.array([[3, 7, 7, 8, 3], [7, 3, 3, 3, 8]])
+    np.testing.assert_array_equal(
+        mrope_token_types(ids, image_token_id=7, video_token_id=8),
+        [[0, 1, 1, 2, 0], [1, 0, 0, 0, 2]],
+    )
+    np.testing.assert_array_equal(mrope_token_types(ids, image_token_id=8), ids == 8)
+
+
+ONE = np.array([[0, 1, 1, 0]])
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "match"),
+    [
+        (lambda: mrope_batch_position_ids([0, 1]), ValueError, "shape \\(B, S\\)"),
+        (lambda: mrope_batch_position_ids([[0.0]]), TypeError, "integer array"),
+        (lambda: mrope_batch_position_ids([[0, 3]]), ValueError, "0 \\(text\\)"),
+        (lambda: mrope_batch_position_ids(ONE), ValueError, "more image runs"),
+        (
+            lambda: mrope_batch_position_ids(ONE, image_grid_thw=[[1, 2, 2]]),
+            ValueError,
+            "has 2 tokens but its grid \\(1, 2, 2\\) gives 1",
+        ),
+        (
+            lambda: mrope_batch_position_ids(ONE, image_grid_thw=[[1, 2, 4]] * 2),
+            ValueError,
+            "more rows than the batch",
+        ),
+        (
+            lambda: mrope_batch_position_ids(ONE, attention_mask=[[0, 0, 0, 0]]),
+            ValueError,
+            "row 0 has no unmasked",
+        ),
+        (lambda: mrope_batch_position_ids(ONE, attention_mask=[[2, 1, 1, 1]]), ValueError, "only"),
+        (lambda: mrope_batch_position_ids(ONE, attention_mask=[[1, 1]]), ValueError, "!="),
+        (
+            lambda: mrope_batch_position_ids(ONE, image_grid_thw=[[1, 2]]),
+            ValueError,
+            "shape \\(n, 3\\)",
+        ),
+        (
+            lambda: mrope_batch_position_ids(
+                [[2, 2]], video_grid_thw=[[1, 2, 4]], video_time_intervals=[1.0, 2.0]
+            ),
+            ValueError,
+            "one entry per video",
+        ),
+        (
+            lambda: mrope_batch_position_ids(
+                [[2, 2]],
+                video_grid_thw=[[1, 2, 4]],
+                video_time_intervals=[1.0],
+                split_video_frames=True,
+            ),
+            ValueError,
+            "does not apply",
+        ),
+        (
+            lambda: mrope_token_types([[1]], image_token_id=1, video_token_id=1),
+            ValueError,
+            "differ",
+        ),
+        (lambda: mrope_batch_decode_position_ids([1]), ValueError, "exactly one"),
+        (lambda: mrope_batch_decode_position_ids([1.5], cache_position=[0]), TypeError, "1-D"),
+        (
+            lambda: mrope_batch_decode_position_ids([1, 2], attention_mask=[[1, 1]]),
+            ValueError,
+            "1 rows",
+        ),
+    ],
+)
+def test_batch_errors(call, err, match):
+    with pytest.raises(err, match=match):
+        call()

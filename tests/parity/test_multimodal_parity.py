@@ -2,9 +2,9 @@
 here: ``get_rope_index`` of Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V / GLM-4.5V (``glm4v``,
 ``glm4v_moe``) and Ernie 4.5 VL on synthetic token sequences (token ids from each model's
 config class built without weights), the Ernie 4.5 VL text rotary module, Pixtral's and
-Llama 4's vision rotary modules and Whisper's sinusoids. timm is not installed here (its pip
-install would replace torch 2.13.0), so timm's RoPE is tested against a loop oracle only
-(tests/test_multimodal_vision.py).
+Llama 4's vision rotary modules and Whisper's sinusoids; padded batches (left and right
+padding, an attention mask) against ``get_rope_index`` and ``compute_3d_position_ids``. timm's
+RoPE is in tests/parity/test_timm_parity.py.
 """
 
 from types import SimpleNamespace
@@ -15,9 +15,12 @@ import pytest
 from refimpl.multiaxis import (
     apply_rope_tables,
     llama4_vision_angles,
+    mrope_batch_decode_position_ids,
+    mrope_batch_position_ids,
     mrope_cos_sin,
     mrope_decode_position_ids,
     mrope_position_ids,
+    mrope_token_types,
     pixtral_angles,
     timestamped_video_segments,
 )
@@ -228,3 +231,105 @@ def test_whisper_sinusoids_match_transformers(length, channels):
     # float32 angles up to 1499 rad carry ~1e-4 absolute error (half an ulp of 1499 is 6e-5)
     np.testing.assert_allclose(peer, ours, atol=2e-4, rtol=0)
     np.testing.assert_allclose(peer[:10], ours[:10], atol=1e-6, rtol=0)
+
+
+def _batch(name, config, rng, padding):
+    """A padded batch of three mixed sequences (pad slots: token id 0, type 0, mask 0)."""
+    vc = config.vision_config
+    merge = vc.spatial_merge_size
+    rows, images, videos, seconds = [], [], [], []
+    for _ in range(3):
+        segs, video = _mixed(name, rng)
+        if name == "qwen2_5_vl":
+            second = float(rng.choice([0.5, 1.0, 2.0, 1 / 3]))
+            seconds.append(second)
+            segs = [(*s, vc.tokens_per_second * second) if s[0] == "video" else s for s in segs]
+        ids, types = _tokens(segs, config, merge, 1)
+        rows.append((ids[0], types[0], segs))
+        images += [s[1] for s in segs if s[0] == "image"]
+        videos.append(video)
+    width = max(len(r[0]) for r in rows) + int(rng.integers(0, 4))
+    input_ids = torch.zeros(3, width, dtype=torch.long)
+    types = torch.zeros(3, width, dtype=torch.int32)
+    mask = torch.zeros(3, width, dtype=torch.long)
+    for b, (ids, tt, _) in enumerate(rows):
+        n = len(ids)
+        sl = slice(width - n, width) if padding == "left" else slice(0, n)
+        input_ids[b, sl], types[b, sl], mask[b, sl] = ids, tt, 1
+    return input_ids, types, mask, images, videos, seconds, [r[2] for r in rows]
+
+
+@pytest.mark.parametrize("name", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "glm4v", "glm4v_moe"])
+@pytest.mark.parametrize("padding", ["left", "right"])
+@pytest.mark.parametrize("seed", range(3))
+def test_padded_batch_matches_get_rope_index(name, padding, seed):
+    model, fake, config = _peer(name)
+    rng = np.random.default_rng(100 + seed)
+    input_ids, types, mask, images, videos, seconds, segs = _batch(name, config, rng, padding)
+    kwargs = {"second_per_grid_ts": torch.tensor(seconds)} if seconds else {}
+    peer_ids, peer_deltas = model.get_rope_index(
+        fake,
+        input_ids,
+        mm_token_type_ids=types,
+        image_grid_thw=torch.tensor(images),
+        video_grid_thw=torch.tensor(videos),
+        attention_mask=mask,
+        **kwargs,
+    )
+    video_id = getattr(config, "video_token_id", None)
+    ours_types = mrope_token_types(
+        input_ids.numpy(), image_token_id=config.image_token_id, video_token_id=video_id
+    )
+    np.testing.assert_array_equal(ours_types * mask.numpy(), types.numpy())
+    vc = config.vision_config
+    ours = mrope_batch_position_ids(
+        ours_types,
+        attention_mask=mask.numpy(),
+        image_grid_thw=images,
+        video_grid_thw=videos,
+        video_time_intervals=[vc.tokens_per_second * s for s in seconds] if seconds else None,
+        split_video_frames=name in FRAME_SPLIT,
+        spatial_merge_size=vc.spatial_merge_size,
+        resume="spatial",
+        time_precision="float32",
+    )
+    np.testing.assert_array_equal(ours.position_ids, peer_ids.numpy())
+    np.testing.assert_array_equal(ours.rope_deltas, peer_deltas[:, 0].numpy())
+    # each row's real slots carry the unbatched ids of its own segments
+    for b, row in enumerate(segs):
+        one = mrope_position_ids(
+            row,
+            spatial_merge_size=vc.spatial_merge_size,
+            resume="spatial",
+            time_precision="float32",
+        )
+        np.testing.assert_array_equal(
+            ours.position_ids[:, b, mask[b].bool().numpy()], one.position_ids
+        )
+
+
+@pytest.mark.parametrize("padding", ["left", "right"])
+def test_padded_decode_matches_compute_3d_position_ids(padding):
+    model, fake, _ = _peer("qwen2_vl")
+    fake.rope_deltas = torch.tensor([[-7], [0], [12]])
+    mask = torch.ones(3, 9, dtype=torch.long)
+    for b, n in enumerate([0, 3, 5]):  # padding slots per row
+        if n:
+            mask[b, :n] = 0 if padding == "left" else 1
+            mask[b, 9 - n :] = 1 if padding == "left" else 0
+    cache = SimpleNamespace(get_seq_length=lambda: 6)
+    kwargs = {"image_grid_thw": None, "video_grid_thw": None, "cache": cache}
+    step = model.compute_3d_position_ids(
+        fake, input_ids=None, inputs_embeds=torch.zeros(3, 9, 8), attention_mask=mask, **kwargs
+    )
+    ours = mrope_batch_decode_position_ids(
+        fake.rope_deltas[:, 0].numpy(), attention_mask=mask.numpy()
+    )
+    np.testing.assert_array_equal(ours, step.numpy())
+    step = model.compute_3d_position_ids(
+        fake, input_ids=None, inputs_embeds=torch.zeros(3, 2, 8), attention_mask=None, **kwargs
+    )
+    ours = mrope_batch_decode_position_ids(
+        fake.rope_deltas[:, 0].numpy(), cache_position=np.arange(6, 8)
+    )
+    np.testing.assert_array_equal(ours, step.numpy())
