@@ -124,6 +124,8 @@ class Family:
         (False: its default RoPE ignores the factor and its ``rotate_half`` turns whole heads).
     dynamic_alpha : bool
         ``rope_type: dynamic`` with a non-zero ``alpha`` is the static NTK-alpha base (HunYuan).
+    rope_head_default : int or None
+        ``qk_rope_head_dim`` the family's config class sets when the config omits it (MLA).
     base_from : str or None
         ``"gptj"``: the base is fixed at 10000 by the model code; ``"rope_ratio"``: ChatGLM's
         ``10000 * rope_ratio``; None: ``rope_theta``.
@@ -147,6 +149,7 @@ class Family:
     mrope_section: tuple | None = None
     honours_partial: bool = True
     dynamic_alpha: bool = False
+    rope_head_default: int | None = None
     base_from: str | None = None
     source: str = ""
 
@@ -166,6 +169,7 @@ def _tf(name: str) -> str:
 
 _MLA = dict(
     width="qk_rope_head_dim",
+    rope_head_default=64,
     interleave_flag="rope_interleave",
     flag_default=True,
     flag_output_order="half",
@@ -291,6 +295,7 @@ _RECORDS = (
         "deepseek_v2",
         ("deepseek_v2", "deepseek2"),
         width="qk_rope_head_dim",
+        rope_head_default=64,
         pairing="interleaved",
         query=("mla_mscale",),
         source=_tf("deepseek_v2") + " (complex form on adjacent pairs, same order out)",
@@ -313,6 +318,7 @@ _RECORDS = (
         "longcat_flash",
         ("longcat_flash",),
         width="qk_rope_head_dim",
+        rope_head_default=64,
         pairing="interleaved",
         output_order="half",
         query=("mla_mscale",),
@@ -518,6 +524,9 @@ def rotary_widths(
     source = family.width if family is not None else "head_dim"
     if source == "qk_rope_head_dim":
         rope = config_int(cfg, "qk_rope_head_dim", maximum=MAX_DIM)
+        if rope is None and "qk_rope_head_dim" not in cfg and family.rope_head_default:
+            rope = family.rope_head_default
+            notes.append(f"no qk_rope_head_dim: {rope} ({family.name}'s config default)")
         if rope is None:
             raise ValueError(
                 f"{family.name} (multi-head latent attention) needs config key "

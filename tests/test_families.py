@@ -33,8 +33,12 @@ def test_mla_width_is_qk_rope_head_dim_not_hidden_over_heads():
     assert 7168 // 128 == 56  # what the generic reading would take
     assert spec.dim == spec.rotary_dim == 64
     np.testing.assert_array_equal(spec.inv_freq, inv_freq(64, 1e4))
+    # omitted: the config class default (64 in DeepseekV2Config and DeepseekV3Config), noted
+    omitted = rope_from_config({"model_type": "deepseek_v2", "head_dim": 32})
+    assert omitted.dim == 64
+    assert any("no qk_rope_head_dim: 64" in n for n in omitted.notes)
     with pytest.raises(ValueError, match="needs config key qk_rope_head_dim"):
-        rope_from_config({"model_type": "deepseek_v2", "head_dim": 64})
+        rope_from_config({"model_type": "deepseek_v2", "qk_rope_head_dim": None})
 
 
 def test_gptj_width_from_rotary_dim_of_n_embd_over_n_head():

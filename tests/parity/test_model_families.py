@@ -75,6 +75,13 @@ FAMILIES = {
         "DeepseekV3Attention",
         ("apply_rotary_pos_emb", "apply_rotary_pos_emb_interleave"),
     ),
+    "kimi_k2": Family(  # Kimi-K2 ships DeepSeek-V3's code (architectures DeepseekV3ForCausalLM)
+        "deepseek_v3",
+        "DeepseekV3Config",
+        "DeepseekV3RotaryEmbedding",
+        "DeepseekV3Attention",
+        ("apply_rotary_pos_emb", "apply_rotary_pos_emb_interleave"),
+    ),
     "gemma2": Family("gemma2", "Gemma2Config", "Gemma2RotaryEmbedding", "Gemma2Attention"),
     "gemma3_text": Family(
         "gemma3",
@@ -149,8 +156,11 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("gemma2-2b.json", "sliding_attention"): [111],
     ("gemma2-9b.json", "full_attention"): [111],
     ("gemma2-9b.json", "sliding_attention"): [111],
+    ("gemma3-12b-it.json", "full_attention"): [74],
+    ("gemma3-12b-it.json", "sliding_attention"): [111],
     ("gemma3-1b-it.json", "full_attention"): [74],
     ("gemma3-1b-it.json", "sliding_attention"): [111],
+    ("gemma3-27b-it.reduced.json", "full_attention"): [37],
     ("gemma3-text.transformers-defaults.json", "full_attention"): [74],
     ("gemma3-text.transformers-defaults.json", "sliding_attention"): [111],
     ("gemma4-text.transformers-defaults.json", "full_attention"): [29],
@@ -260,8 +270,23 @@ def _ulps(a32: np.ndarray, b32: np.ndarray) -> np.ndarray:
     return np.abs(ia - ib)
 
 
+# config file -> why refimpl cannot read it yet although transformers loads it. Each is run by
+# test_known_gaps (strict xfail: once refimpl reads the file, that test fails and the entry
+# goes, so the file joins every other test here).
+KNOWN_GAPS = {
+    "kimi-k2-instruct-0905.excerpt.json": (
+        "beta_fast must be greater than beta_slow",
+        "Kimi-K2 ships beta_fast == beta_slow == 1 (a step ramp; transformers warns only when "
+        "beta_fast < beta_slow and widens an empty ramp by 0.001); refimpl.scaling._check_betas "
+        "refuses equality",
+    ),
+}
+
+
 def _rope_layers(name: str) -> list[tuple[str, object]]:
     """(layer type, spec) of each distinct rotating layer of the schedule."""
+    if name in KNOWN_GAPS:
+        return []
     seen: dict[str, object] = {}
     for layer in rope_schedule(_load(name)):
         if layer.spec is not None and layer.layer_type not in seen:
@@ -329,6 +354,22 @@ def test_float32_cos_sin(name, layer_type):
             gap = np.abs(mine[:, bad] - theirs[:, bad])
             row["cos_sin_pow_pairs"] = max(row.get("cos_sin_pow_pairs", 0.0), float(gap.max()))
             assert np.all(gap <= bound)
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_GAPS))
+def test_known_gaps(name):
+    """transformers loads the file; refimpl refuses it (strict xfail: reading it is the fix)."""
+    fragment, why = KNOWN_GAPS[name]
+    peer = _peer_tables(name, "full_attention", _positions(1024))  # transformers loads it
+    try:
+        layers = rope_schedule(_load(name))
+    except ValueError as exc:
+        assert fragment in str(exc), f"{name}: refused for another reason: {exc}"
+        pytest.xfail(f"{name}: {why}")
+    spec = next(layer.spec for layer in layers if layer.spec is not None)
+    assert peer.attention_scaling == spec.attention_scaling
+    assert _ulps(peer.inv_freq, spec.inv_freq_float32).max() <= 1
+    pytest.fail(f"{name} is read now: remove it from KNOWN_GAPS so every test runs on it")
 
 
 # ---------------------------------------------------------------- one attention layer each
@@ -431,6 +472,8 @@ def _run_layer(name: str, index: int, pos: np.ndarray) -> Recorded | None:
 def _layer_cases() -> list[tuple[str, int]]:
     cases = []
     for n in CONFIG_FILES:
+        if n in KNOWN_GAPS:
+            continue
         first = {}
         for layer in rope_schedule(_load(n)):
             k = (layer.spec.key() if layer.spec is not None else None, layer.layer_type)
