@@ -46,11 +46,13 @@ from ._checks import (
     check_positive,
 )
 from .numerics import round_to
+from .pipelines import PRECISIONS as TABLE_PRECISIONS
 
 __all__ = [
     "DEFAULT_TOLERANCE",
     "MAX_CHECK_DIM",
     "PRECISIONS",
+    "TABLE_PRECISION_CLASSES",
     "Finding",
     "RopeReport",
     "check_rope",
@@ -143,6 +145,23 @@ PRECISIONS = (
     "worse than bfloat16",
     "undetermined",
 )
+
+#: The class the checker reports for each table pipeline of the precision registry
+#: (:data:`refimpl.pipelines.PRECISIONS`). The registry names *whose arithmetic* built the
+#: tables; the classes name *how large* the errors are, which is all a black box shows: the
+#: float32 pipelines of transformers, ggml, MLX and vLLM differ only in the last bits of
+#: their frequencies and cos/sin (a few float32 ulp), so all four are class ``"float32"``;
+#: vLLM's bfloat16 and float16 caches are tables rounded to that format after the float32
+#: angle, classes ``"bfloat16 tables"`` and ``"float16 tables"``.
+TABLE_PRECISION_CLASSES = {
+    name: {
+        "float64": "float64",
+        "float32": "float32",
+        "bfloat16": "bfloat16 tables",
+        "float16": "float16 tables",
+    }[record.dtype]
+    for name, record in TABLE_PRECISIONS.items()
+}
 
 # Positions probed by default: small ones (to read frequencies unambiguously), powers of two
 # (to unwrap angles and refine frequencies), and large ones (to expose precision loss).

@@ -55,8 +55,9 @@ from ._checks import (
 )
 from .families import LayerPlan, QueryScaling
 from .multiaxis import MROPE_LAYOUTS, mrope_cos_sin
-from .numerics import transformers_float32_forward
-from .rotary import apply_rope_tables, cos_sin, pair_indices
+from .numerics import round_to
+from .pipelines import PRECISIONS as _PRECISION_RECORDS
+from .rotary import apply_rope_tables, pair_indices
 from .rotary import inv_freq as _default_inv_freq
 from .scaling import ROPE_SCALINGS
 
@@ -71,7 +72,9 @@ __all__ = [
     "rope_schedule",
 ]
 
-PRECISIONS = ("float64", "transformers-float32")
+#: Precision names of :meth:`RopeSpec.cos_sin` and :meth:`RopeSpec.apply`: the keys of the
+#: registry :data:`refimpl.pipelines.PRECISIONS`.
+PRECISIONS = tuple(_PRECISION_RECORDS)
 OUTPUT_ORDERS = ("same", "half")
 DEFAULT_BASE = 10000.0
 # A spec's stored inv_freq may differ from its method's float64 frequencies by this much
@@ -293,18 +296,29 @@ class RopeSpec:
         positions : array_like, shape (seq,)
             Text positions (for M-RoPE every axis sees the same position: 1-D RoPE; use
             :meth:`mrope_cos_sin` for multimodal position ids).
-        precision : {"float64", "transformers-float32"}, default "float64"
-            ``"float64"``: the exact reference (float64 angles of the exact frequencies).
-            ``"transformers-float32"``: transformers' arithmetic: float32 frequencies, one
-            float32 product ``float32(m) * inv_freq``, cos/sin rounded to float32, times the
-            attention factor in float32.
+        precision : str, default "float64"
+            A name of :data:`refimpl.pipelines.PRECISIONS`. ``"float64"``: the exact reference
+            (float64 angles of the exact frequencies). ``"transformers-float32"``:
+            transformers' arithmetic: float32 frequencies, one float32 product
+            ``float32(m) * inv_freq``, cos/sin rounded to float32, times the attention factor
+            in float32. ``"ggml-float32"``, ``"mlx-float32"``, ``"vllm-float32"``,
+            ``"vllm-bfloat16"``, ``"vllm-float16"``: that engine's arithmetic with the
+            arguments it derives from this spec's config (its frequencies or factors, scaling
+            parameters and attention factor; see :mod:`refimpl.pipelines`).
 
         Returns
         -------
         cos, sin : numpy.ndarray, each shape (seq, rotary_dim // 2)
-            float64 or float32 according to ``precision``. transformers' module returns
-            ``concat(cos, cos)`` (width ``rotary_dim``). Zero-frequency pairs give exactly
-            ``attention_scaling`` and 0.
+            float64 for ``"float64"``, float32 otherwise (holding bfloat16 or float16 values
+            for those vLLM precisions). transformers' module returns ``concat(cos, cos)``
+            (width ``rotary_dim``). Zero-frequency pairs give exactly ``attention_scaling``
+            and 0 (in float64).
+
+        Raises
+        ------
+        ValueError
+            An unknown precision (the known ones listed), positions beyond the spec's length,
+            or a spec the precision's engine cannot run (naming the precision and why).
 
         Notes
         -----
@@ -320,21 +334,7 @@ class RopeSpec:
         dtype('float32')
         """
         check_choice(precision, "precision", PRECISIONS)
-        pos = self._check_positions(positions)
-        if precision == "transformers-float32":
-            return transformers_float32_forward(  # [eq:config-float32-forward]
-                pos, self.inv_freq_float32, self.attention_scaling
-            )
-        live = self.inv_freq > 0.0
-        if live.all():
-            return cos_sin(pos, self.inv_freq, attention_scaling=self.attention_scaling)
-        c = np.full((pos.shape[0], live.shape[0]), self.attention_scaling)
-        s = np.zeros((pos.shape[0], live.shape[0]))
-        if live.any():
-            c[:, live], s[:, live] = cos_sin(
-                pos, self.inv_freq[live], attention_scaling=self.attention_scaling
-            )
-        return c, s
+        return _PRECISION_RECORDS[precision](self, self._check_positions(positions))
 
     def mrope_cos_sin(self, position_ids) -> tuple[np.ndarray, np.ndarray]:
         """M-RoPE tables for ``(3, seq)`` position ids (rows t, h, w), float64, each
@@ -361,11 +361,15 @@ class RopeSpec:
         x : array_like, shape (..., seq, dim)
         positions : array_like, shape (seq,) or (batch, seq), or None
             Token positions (None with ``cu_seqlens``).
-        precision : {"float64", "transformers-float32"}, default "float64"
-            ``"float64"``: :func:`refimpl.rotary.apply_rope_tables` on this spec's exact
-            tables (dtype kept, computed in float64, bit-identical to ``x1 c - x2 s``,
-            ``x1 s + x2 c``). ``"transformers-float32"``: transformers' float32
-            ``x * cos + rotate(x) * sin`` (1-D positions, no position keywords).
+        precision : str, default "float64"
+            A name of :data:`refimpl.pipelines.PRECISIONS`. ``"float64"``:
+            :func:`refimpl.rotary.apply_rope_tables` on this spec's exact tables (dtype kept,
+            computed in float64, bit-identical to ``x1 c - x2 s``, ``x1 s + x2 c``). Any
+            other: ``x`` rounded to the precision's format, that precision's tables, and the
+            rotation ``x1 c - x2 s``, ``x2 c + x1 s`` with every product and sum rounded to
+            the format (float32 for transformers, ggml and MLX, as their float32 kernels
+            compute it without fused multiply-adds; bfloat16/float16 for vLLM's model-dtype
+            forward), returned as float32 (1-D positions, no position keywords).
         **position_keywords
             ``offsets``, ``cu_seqlens``, ``cp_rank``, ``cp_size``, ``inverse``: forwarded to
             :func:`refimpl.rotary.apply_rope_tables` (the tables then cover positions
@@ -406,23 +410,31 @@ class RopeSpec:
             return apply_rope_tables(x, c, s, positions=ids, **layout, **position_keywords)
         if not by_token or position_keywords:
             raise ValueError(
-                "precision='transformers-float32' takes 1-D positions and no position keywords"
+                f"precision={precision!r} takes 1-D positions and no position keywords"
             )
-        return self._apply_float32(x, self._check_positions(positions))
+        return self._apply_rounded(x, self._check_positions(positions), precision)
 
-    def _apply_float32(self, x, pos: np.ndarray) -> np.ndarray:
+    def _apply_rounded(self, x, pos: np.ndarray, precision: str) -> np.ndarray:
+        """The rotation in the precision's format, every product and sum rounded to it."""
+        fmt = _PRECISION_RECORDS[precision].dtype
         xa = as_float_array(x, "x", min_ndim=2).astype(np.float32)
         if xa.shape[-1] != self.dim or xa.shape[-2] != pos.shape[0]:
             raise ValueError(f"x must have shape (..., {pos.shape[0]}, {self.dim}), got {xa.shape}")
-        c, s = self.cos_sin(pos, "transformers-float32")
+        if fmt != "float32":
+            xa = round_to(xa, fmt).astype(np.float32)
+        c, s = self.cos_sin(pos, precision)
         out = xa.copy()
         lo, hi = self.rotary_offset, self.rotary_offset + self.rotary_dim
         part = xa[..., lo:hi]
         i1, i2 = pair_indices(self.rotary_dim, self.pairing)
         x1, x2 = part[..., i1], part[..., i2]
         rot = np.empty_like(part)
-        rot[..., i1] = x1 * c + (-x2) * s
-        rot[..., i2] = x2 * c + x1 * s
+
+        def rnd(v):  # float32 arithmetic rounds by itself; bfloat16/float16 once more
+            return v if fmt == "float32" else round_to(v, fmt).astype(np.float32)
+
+        rot[..., i1] = rnd(rnd(x1 * c) - rnd(x2 * s))
+        rot[..., i2] = rnd(rnd(x2 * c) + rnd(x1 * s))
         if self.output_order == "half":  # interleaved pairs written back in half order
             rot = np.concatenate([rot[..., 0::2], rot[..., 1::2]], axis=-1)
         out[..., lo:hi] = rot

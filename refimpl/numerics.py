@@ -610,6 +610,12 @@ def _accurate(positions, *, dim, base):
 
 
 #: Named pipelines: ``name -> fn(positions, *, dim, base)`` returning ``(cos, sin)``.
+#: ``"float64"`` and ``"transformers-float32"`` are also names of the precision registry
+#: :data:`refimpl.pipelines.PRECISIONS` (which takes a spec) and mean the same arithmetic
+#: for unscaled RoPE: transformers' float32 tables bit for bit, float64 within its rounding
+#: (``tests/test_pipelines.py``). The other names are error-model variants that no registry
+#: precision computes; the engines' pipelines (``ggml-float32``, ``mlx-float32``,
+#: ``vllm-*``) are registry names only, as they need a spec's scaling parameters.
 PIPELINES = {
     "accurate": _accurate,
     "float64": cos_sin_float64_naive,

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from refimpl import cos_sin, inv_freq, round_to
 from refimpl.engines import (
-    _fma32,
     ggml_cos_sin,
     ggml_yarn_corr_dims,
     mlx_cos_sin,
     vllm_cos_sin,
 )
+from refimpl.pipelines import _fma32
 from refimpl.scaling import ROPE_SCALINGS, yarn_correction_range
 
 F = np.float32
