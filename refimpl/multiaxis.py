@@ -61,10 +61,17 @@ __all__ = [
     "videorope_position_ids",
 ]
 
-MROPE_LAYOUTS = ("blocked", "interleaved", "alternating")
+MROPE_LAYOUTS = ("blocked", "interleaved", "alternating", "imrope")
 
 # Number of position axes (rows of ``position_ids``) a layout reads, by section count.
-_LAYOUT_SECTION_COUNTS = {"blocked": (3, 4), "interleaved": (3,), "alternating": (3,)}
+_LAYOUT_SECTION_COUNTS = {
+    "blocked": (3, 4),
+    "interleaved": (3,),
+    "alternating": (3,),
+    "imrope": (3, 4),
+}
+# Rows of position_ids each layout reads (blocked: one per section).
+_LAYOUT_AXES = {"interleaved": 3, "alternating": 3, "imrope": 4}
 
 # Text resumes after a vision block at its largest position + 1 ("max", the Qwen2-VL paper,
 # transformers 4.x) or at start + max(H, W) // merge ("spatial", transformers 5.x).
@@ -85,18 +92,25 @@ def mrope_axis_of_pair(mrope_section, layout: str = "blocked") -> np.ndarray:
         ``(s_t, s_h, s_w)`` or ``(s_t, s_h, s_w, s_e)`` for ``"blocked"`` (4 sections:
         XD-RoPE's P/W/H/T rows, ggml's t|h|w|e), ``(s_t, s_h, s_w)`` for ``"interleaved"``
         (Qwen3-VL) and ``(s_h, s_w, s_t)`` for ``"alternating"`` (Ernie 4.5 VL, which needs
-        ``s_h == s_w``).
-    layout : {"blocked", "interleaved", "alternating"}, default "blocked"
+        ``s_h == s_w``), ``(s_t, s_h, s_w[, s_e])`` for ``"imrope"``.
+    layout : {"blocked", "interleaved", "alternating", "imrope"}, default "blocked"
         ``"blocked"``: consecutive chunks, chunk ``a`` from row ``a`` (:eq:`eq:mrope-sections`).
         ``"interleaved"``: pair ``j`` follows ``h`` if ``j % 3 == 1`` and ``j < 3 s_h``, ``w`` if
         ``j % 3 == 2`` and ``j < 3 s_w``, ``t`` otherwise (:eq:`eq:mrope-interleaved`).
         ``"alternating"``: the first ``s_h + s_w`` pairs alternate ``h`` (even ``j``) and ``w``
         (odd ``j``), the last ``s_t`` follow ``t`` (:eq:`eq:mrope-alternating`).
+        ``"imrope"``: ggml's ``GGML_ROPE_TYPE_IMROPE`` (llama.cpp's Qwen3-VL): ``t`` only if
+        ``j % 3 == 0`` and ``j < 3 s_t``, ``h``/``w`` as in ``"interleaved"``, and every other
+        pair follows the fourth row ``e`` (:eq:`eq:mrope-imrope`), which llama.cpp fills
+        with 0 for text and image tokens. It differs from ``"interleaved"`` where
+        ``3 s_h`` or ``3 s_w`` falls short of ``d/2`` (Qwen3-VL's ``[24, 20, 20]``: pairs 61
+        and 62 of 64).
 
     Returns
     -------
     numpy.ndarray of int64, shape (sum(mrope_section),)
-        Row of ``position_ids`` (0 = t, 1 = h, 2 = w, 3 = the fourth blocked row) per pair.
+        Row of ``position_ids`` (0 = t, 1 = h, 2 = w, 3 = the fourth row: blocked's fourth
+        section, imrope's ``e``) per pair.
 
     Examples
     --------
@@ -104,6 +118,10 @@ def mrope_axis_of_pair(mrope_section, layout: str = "blocked") -> np.ndarray:
     [0, 0, 1, 1, 1, 2, 2, 2]
     >>> mrope_axis_of_pair([2, 2, 2], "alternating").tolist()
     [1, 2, 1, 2, 0, 0]
+    >>> mrope_axis_of_pair([3, 2, 2], "imrope").tolist()
+    [0, 1, 2, 0, 1, 2, 0]
+    >>> mrope_axis_of_pair([4, 2, 2], "imrope").tolist()
+    [0, 1, 2, 0, 1, 2, 0, 3]
     """
     check_choice(layout, "layout", MROPE_LAYOUTS)
     sec = _mrope_section(mrope_section, layout)
@@ -117,6 +135,11 @@ def mrope_axis_of_pair(mrope_section, layout: str = "blocked") -> np.ndarray:
         hw = j < s_h + s_w
         axis[hw & (j % 2 == 0)] = 1  # [eq:mrope-alternating]
         axis[hw & (j % 2 == 1)] = 2
+        return axis
+    if layout == "imrope":  # ggml's sector rule: t, h, w by j % 3 within 3 s_a, else e
+        axis = np.full(half, 3, dtype=np.int64)
+        for a in range(3):
+            axis[(j % 3 == a) & (j < 3 * sec[a])] = a  # [eq:mrope-imrope]
         return axis
     axis = np.zeros(half, dtype=np.int64)
     axis[(j % 3 == 1) & (j < 3 * sec[1])] = 1  # [eq:mrope-interleaved]
@@ -253,19 +276,21 @@ def mrope_cos_sin(
     ----------
     position_ids : array_like of int, shape (A, seq)
         One row per axis: ``t``, ``h``, ``w`` (``A = 3``; text tokens have ``t = h = w``), or
-        four rows for a 4-section blocked layout (XD-RoPE's P/W/H/T).
+        four rows for a 4-section blocked layout (XD-RoPE's P/W/H/T) and for ``"imrope"``
+        (``t, h, w, e``; llama.cpp passes ``e = 0``).
         :func:`mrope_position_ids` builds them.
     inv_freq : array_like, shape (d/2,)
         Frequencies of the whole head, :math:`\theta_i = b^{-2i/d}` (not per axis).
     mrope_section : sequence of 3 or 4 ints
         Pairs per axis, summing to ``d/2`` (Qwen2-VL-7B: ``[16, 24, 24]`` for ``d = 128``), in
         the layout's config order (see :func:`mrope_axis_of_pair`).
-    layout : {"blocked", "interleaved", "alternating"}, default "blocked"
+    layout : {"blocked", "interleaved", "alternating", "imrope"}, default "blocked"
         ``"blocked"`` (Qwen2-VL, Qwen2.5-VL, GLM-4.xV, XD-RoPE): consecutive sections.
         ``"interleaved"`` (Qwen3-VL): pair ``j`` follows ``h`` if ``j % 3 == 1`` and
         ``j < 3 s_h``, ``w`` if ``j % 3 == 2`` and ``j < 3 s_w``, ``t`` otherwise.
         ``"alternating"`` (Ernie 4.5 VL, section order ``(s_h, s_w, s_t)``): h and w take turns
-        over the first ``s_h + s_w`` pairs, t has the last ``s_t``.
+        over the first ``s_h + s_w`` pairs, t has the last ``s_t``. ``"imrope"`` (ggml's
+        IMROPE, llama.cpp's Qwen3-VL): see :func:`mrope_axis_of_pair`.
     attention_scaling : float, default 1.0
         Multiplies both tables.
 
@@ -299,7 +324,7 @@ def mrope_cos_sin(
     f = as_inv_freq(inv_freq)
     half = f.shape[0]
     sec = _mrope_section(mrope_section, layout)
-    n_axes = len(sec) if layout == "blocked" else 3
+    n_axes = len(sec) if layout == "blocked" else _LAYOUT_AXES[layout]
     if ids.ndim != 2 or ids.shape[0] != n_axes:
         raise ValueError(
             f"position_ids must have shape ({n_axes}, seq) (one row per axis), got {ids.shape}"

@@ -494,3 +494,80 @@ ONE = np.array([[0, 1, 1, 0]])
 def test_batch_errors(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def ggml_mrope_cache(pos4, sections, n_dims, base, imrope):
+    """Transcription of ggml's ggml_mrope_cache_init (ggml/src/ggml-cpu/ops.cpp, ggml-org/
+    llama.cpp @0049e3cb): four theta streams advance by base^(-2/n_dims) every pair; the
+    sector rule picks one. Float64 here; ggml runs it in float32."""
+    p_t, p_h, p_w, p_e = (float(p) for p in pos4)
+    sect_dims = sum(sections)
+    sec_w = sections[0] + sections[1]
+    sec_e = sec_w + sections[2]
+    scale = base ** (-2.0 / n_dims)
+    th = [p_t, p_h, p_w, p_e]
+    out = []
+    for i0 in range(0, n_dims, 2):
+        sector = (i0 // 2) % sect_dims
+        if imrope:
+            if sector % 3 == 1 and sector < 3 * sections[1]:
+                k = 1
+            elif sector % 3 == 2 and sector < 3 * sections[2]:
+                k = 2
+            elif sector % 3 == 0 and sector < 3 * sections[0]:
+                k = 0
+            else:
+                k = 3
+        else:
+            k = 0 if sector < sections[0] else 1 if sector < sec_w else 2 if sector < sec_e else 3
+        out.append(th[k])
+        th = [t * scale for t in th]
+    return np.array(out)
+
+
+SECTIONS4 = st.tuples(*[st.integers(0, 8)] * 3, st.integers(0, 3)).filter(lambda s: sum(s) > 0)
+
+
+@given(SECTIONS4, st.sampled_from(["imrope", "blocked"]), st.integers(0, 2**20))
+def test_imrope_and_blocked_match_ggml_cache_loop(section, layout, seed):
+    rng = np.random.default_rng(seed)
+    half = sum(section)
+    base = float(rng.choice([1e4, 1e6, 5e6]))
+    ids = rng.integers(0, 5000, size=(4, 3))
+    ids[3] = rng.choice([0, 1]) * ids[3]  # llama.cpp passes e = 0; any e is read the same
+    c, s = mrope_cos_sin(ids, inv_freq(2 * half, base), section, layout=layout)
+    for n in range(ids.shape[1]):
+        ang = ggml_mrope_cache(ids[:, n], section, 2 * half, base, layout == "imrope")
+        np.testing.assert_allclose(c[n], np.cos(ang), atol=1e-9)
+        np.testing.assert_allclose(s[n], np.sin(ang), atol=1e-9)
+
+
+@given(st.tuples(*[st.integers(0, 12)] * 3).filter(lambda s: sum(s) > 0), st.integers(0, 999))
+def test_imrope_is_interleaved_with_e_on_the_t_row(section, seed):
+    """The two layouts differ only in which row feeds the pairs interleaved gives to t by
+    default: with e = t they agree; with llama.cpp's e = 0 they differ exactly on those
+    pairs."""
+    rng = np.random.default_rng(seed)
+    half = sum(section)
+    f = inv_freq(2 * half, 1e6)
+    ids = rng.integers(1, 9000, size=(3, 4))
+    ref = mrope_cos_sin(ids, f, section, layout="interleaved")
+    same = mrope_cos_sin(np.vstack([ids, ids[:1]]), f, section, layout="imrope")
+    np.testing.assert_array_equal(same[0], ref[0])
+    np.testing.assert_array_equal(same[1], ref[1])
+    zero_e = mrope_cos_sin(np.vstack([ids, 0 * ids[:1]]), f, section, layout="imrope")
+    e_pairs = mrope_axis_of_pair(section, "imrope") == 3
+    np.testing.assert_array_equal(zero_e[1][:, e_pairs], 0.0)
+    np.testing.assert_array_equal(zero_e[1][:, ~e_pairs], ref[1][:, ~e_pairs])
+
+
+def test_qwen3_vl_sections_differ_on_two_pairs():
+    # mrope_section [24, 20, 20] with head_dim 128: the default of transformers 5.24's
+    # Qwen3VLTextRotaryEmbedding (models/qwen3_vl/modeling_qwen3_vl.py) and Qwen3VLTextConfig;
+    # llama.cpp's converter pads the GGUF sections to 4 with 0 (convert_hf_to_gguf.py)
+    a = mrope_axis_of_pair([24, 20, 20, 0], "imrope")
+    b = mrope_axis_of_pair([24, 20, 20], "interleaved")
+    assert np.flatnonzero(a != b).tolist() == [61, 62]
+    assert a[[61, 62]].tolist() == [3, 3]
+    with pytest.raises(ValueError, match="shape \\(4, seq\\)"):
+        mrope_cos_sin(np.zeros((3, 2), dtype=int), inv_freq(128), [24, 20, 20], layout="imrope")

@@ -333,3 +333,29 @@ def test_padded_decode_matches_compute_3d_position_ids(padding):
         fake.rope_deltas[:, 0].numpy(), cache_position=np.arange(6, 8)
     )
     np.testing.assert_array_equal(ours, step.numpy())
+
+
+def test_qwen3_vl_rotary_is_interleaved_and_differs_from_ggml_imrope():
+    """transformers' Qwen3-VL text rotary (its default sections [24, 20, 20], head_dim 128)
+    is refimpl's "interleaved" layout; ggml's IMROPE with llama.cpp's e = 0 row differs from
+    it on exactly the pairs the "imrope" layout gives to e."""
+    from transformers.models.qwen3_vl import modeling_qwen3_vl as m
+
+    config = transformers.Qwen3VLConfig().text_config
+    rotary = m.Qwen3VLTextRotaryEmbedding(config)
+    section = rotary.mrope_section
+    d = config.head_dim
+    ids = mrope_position_ids([("text", 3), ("image", (1, 8, 6)), ("text", 4)]).position_ids
+    ids = ids + 700  # positions large enough for the slow pairs to turn measurably
+    cos_t, sin_t = rotary(torch.zeros(1, dtype=torch.float32), torch.tensor(ids)[:, None, :])
+    f = 1.0 / config.rope_parameters["rope_theta"] ** (np.arange(0, d, 2) / d)
+    c, s = mrope_cos_sin(ids, f, section, layout="interleaved")
+    # float32 angles near 720 rad: half an ulp is 3e-5, and transformers rounds twice
+    np.testing.assert_allclose(cos_t[0, :, : d // 2].double().numpy(), c, atol=2e-4)
+    np.testing.assert_allclose(sin_t[0, :, : d // 2].double().numpy(), s, atol=2e-4)
+    ids4 = np.vstack([ids, np.zeros_like(ids[:1])])
+    _, s_ggml = mrope_cos_sin(ids4, f, [*section, 0], layout="imrope")
+    peer = sin_t[0, :, : d // 2].double().numpy()
+    gap = np.abs(s_ggml - peer).max(axis=0)
+    # pairs 61, 62 turn by p * theta_i ~ 2e-3 rad in transformers and not at all in ggml
+    assert np.flatnonzero(gap > 1e-3).tolist() == [61, 62]
