@@ -1,6 +1,7 @@
 # Live inference engines for tests/engines: ggml (ggml-python, built from its source package with
 # the machine's compiler and cached as a wheel outside the clone, so CI reuses it) and MLX (CPU
-# wheel). The pins live in pyproject's `engines` extra; GGML_PYTHON must match it.
+# wheel), plus vLLM's rotary-embedding sources (mk/vllm.mk adds them as a prerequisite). The
+# pins live in pyproject's `engines` extra; GGML_PYTHON must match it.
 ENGINE_STAMP := $(VENV)/.installed-engines
 GGML_PYTHON  := ggml-python==0.0.45
 WHEEL_CACHE  ?= $(HOME)/.cache/refimpl/wheels
@@ -15,5 +16,6 @@ $(ENGINE_STAMP): $(TORCH_STAMP) pyproject.toml mk/engines.mk
 	$(PY) -m pip install -q -e ".[book,test,parity,engines]"
 	touch $(ENGINE_STAMP)
 
+# VLLM_SRC (where vLLM's rotary sources are unpacked) is set in mk/vllm.mk.
 test-engines: $(ENGINE_STAMP)
-	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m engines tests/engines
+	REFIMPL_VLLM_SRC=$(VLLM_SRC) HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m engines tests/engines

@@ -1,0 +1,270 @@
+"""The vllm-* precisions against vLLM's own rotary cache construction (vLLM 0.33.0 sources).
+
+vLLM's wheel pins a CUDA build of torch (``torch==2.14.0``) and does not install here. ``make
+vllm-rotary`` (a prerequisite of ``make test-engines``) downloads the pinned wheel without its
+dependencies into the wheel cache and unpacks only
+``vllm/model_executor/layers/rotary_embedding/*.py``; this test loads those files on the CPU
+torch of the parity extra with vLLM's internal imports (logger, CustomOp, platform, custom-op
+registration, the current vLLM config) replaced by minimal stand-ins, and runs vLLM's own
+``_compute_inv_freq`` / ``_compute_cos_sin_cache`` of ``RotaryEmbedding``, the linear, YaRN,
+Llama 3, dynamic NTK and LongRoPE classes. It skips, with that reason, when the unpacked
+sources or torch are absent.
+
+What is compared: vLLM's float32 cache (then cast to bfloat16/float16 as ``cache.to(dtype)``)
+row by row with ``spec.cos_sin(positions, precision="vllm-...")``. The frequencies differ where
+torch's float32 ``pow`` is not correctly rounded (1 float32 ulp of some frequencies) and where
+the method's float64 frequencies rounded once differ from vLLM's float32 formula; the angle of
+such a pair drifts by at most ``position * 4 ulp(theta)``, the stated bound, and most entries
+are bit-identical.
+"""
+
+import importlib
+import logging
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from refimpl import rope_from_config
+from refimpl.numerics import round_to
+
+pytestmark = pytest.mark.engines
+
+VLLM_VERSION = "0.33.0"
+SRC = os.environ.get(
+    "REFIMPL_VLLM_SRC", os.path.expanduser(f"~/.cache/refimpl/vllm-{VLLM_VERSION}")
+)
+PKG = "vllm.model_executor.layers.rotary_embedding"
+FILES = os.path.join(SRC, *PKG.split("."))
+if not os.path.isfile(os.path.join(FILES, "base.py")):
+    pytest.skip(
+        f"vLLM {VLLM_VERSION}'s rotary sources are not unpacked in {SRC} (its wheel pins a CUDA "
+        "torch==2.14.0 and cannot be installed; `make vllm-rotary` downloads the wheel with "
+        "--no-deps and unpacks the pure-torch rotary files)",
+        allow_module_level=True,
+    )
+torch = pytest.importorskip("torch", reason="torch not installed (make venv-torch)")
+F = np.float32
+# Angle drift bound: frequencies within 4 float32 ulp of ours (torch's pow is not correctly
+# rounded; vLLM's float32 formulas round several times), times the position, plus cos/sin's ulp.
+FREQ_ULP = 4
+
+
+def _stub(name: str, **attrs) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    mod.__dict__.update(attrs)
+    return mod
+
+
+class _CustomOp(torch.nn.Module):
+    """Stand-in for vllm.model_executor.custom_op.CustomOp: registration is a no-op and the
+    forward is the pure-torch one."""
+
+    def __init__(self, *, enforce_enable: bool = False):
+        super().__init__()
+
+    @classmethod
+    def register(cls, name):
+        return lambda op: op
+
+    def enabled(self) -> bool:
+        return False
+
+
+class _Logger(logging.LoggerAdapter):
+    """vllm.logger's logger (it adds ``warning_once`` / ``info_once``)."""
+
+    def warning_once(self, msg, *args, **kwargs):
+        self.warning(msg, *args)
+
+    def info_once(self, msg, *args, **kwargs):
+        self.info(msg, *args)
+
+
+def _init_logger(name):
+    return _Logger(logging.getLogger(name), {})
+
+
+class _VllmConfig:
+    def __init__(self, max_model_len):
+        self.model_config = types.SimpleNamespace(max_model_len=max_model_len)
+
+
+_MAX_MODEL_LEN = {"value": 4096}
+
+
+def _load():
+    """vLLM's rotary modules from the unpacked files, vLLM's internals stubbed (once)."""
+    if PKG + ".base" in sys.modules:
+        return sys.modules
+    platform = types.SimpleNamespace(is_cpu=lambda: True, is_cuda=lambda: False)
+    stubs = {
+        "vllm": _stub("vllm", __path__=[]),
+        "vllm.logger": _stub("vllm.logger", init_logger=_init_logger),
+        "vllm.model_executor": _stub("vllm.model_executor", __path__=[]),
+        "vllm.model_executor.layers": _stub("vllm.model_executor.layers", __path__=[]),
+        "vllm.model_executor.custom_op": _stub("vllm.model_executor.custom_op", CustomOp=_CustomOp),
+        "vllm._aiter_ops": _stub(
+            "vllm._aiter_ops",
+            rocm_aiter_ops=types.SimpleNamespace(is_triton_rotary_embed_enabled=lambda: False),
+        ),
+        "vllm.platforms": _stub("vllm.platforms", current_platform=platform),
+        "vllm.utils": _stub("vllm.utils", __path__=[]),
+        "vllm.utils.torch_utils": _stub(
+            "vllm.utils.torch_utils", direct_register_custom_op=lambda *a, **k: None
+        ),
+        "vllm.config": _stub(
+            "vllm.config", get_current_vllm_config=lambda: _VllmConfig(_MAX_MODEL_LEN["value"])
+        ),
+        PKG: _stub(PKG, __path__=[FILES]),  # the package without its __init__ (which imports all)
+    }
+    for name, mod in stubs.items():
+        sys.modules.setdefault(name, mod)
+    for sub in ("common", "base", "linear_scaling_rope", "yarn_scaling_rope", "llama3_rope",
+                "dynamic_ntk_scaling_rope", "phi3_long_rope_scaled_rope"):  # fmt: skip
+        importlib.import_module(f"{PKG}.{sub}")
+    return sys.modules
+
+
+def _vllm(cls_path: str, *args, **kwargs):
+    module, name = cls_path.rsplit(".", 1)
+    return getattr(_load()[f"{PKG}.{module}"], name)(*args, **kwargs)
+
+
+def _cache(emb, dtype):
+    """cos and sin halves of a vLLM cache as numpy float32 (values of ``dtype``)."""
+    cache = emb.cos_sin_cache.float().numpy()
+    h = cache.shape[1] // 2
+    return cache[:, :h], cache[:, h:]
+
+
+def _compare(spec, emb, dtype, positions):
+    c_live, s_live = _cache(emb, dtype)
+    c, s = spec.cos_sin(positions, precision=f"vllm-{dtype}")
+    c_live, s_live = c_live[positions], s_live[positions]
+    theta = spec.inv_freq[None, :]
+    mag = float(np.abs(c_live[0]).max())
+    unit = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}[dtype]
+    drift = positions[:, None] * FREQ_ULP * theta * 2.0**-23 + unit
+    assert np.all(np.abs(c - c_live) <= mag * drift)
+    assert np.all(np.abs(s - s_live) <= mag * drift)
+    assert np.mean(c == c_live) > 0.5 and np.mean(s == s_live) > 0.5
+    return c, c_live
+
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+POS = np.unique(np.geomspace(1, 8191, 400).astype(int))
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_default_cache(dtype):
+    spec = rope_from_config({"head_dim": 128, "rope_theta": 5e5})
+    emb = _vllm("base.RotaryEmbedding", 128, 128, 8192, 5e5, True, DTYPES[dtype])
+    _compare(spec, emb, dtype, POS)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_partial_rotary_cache(dtype):
+    spec = rope_from_config({"head_dim": 64, "rope_theta": 1e4, "partial_rotary_factor": 0.5})
+    emb = _vllm("base.RotaryEmbedding", 64, 32, 8192, 1e4, True, DTYPES[dtype])
+    _compare(spec, emb, dtype, POS)
+
+
+def test_yarn_cache_with_its_magnitude():
+    cfg = {
+        "head_dim": 64,
+        "rope_theta": 1.5e5,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 32.0,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "original_max_position_embeddings": 4096,
+            "truncate": False,
+        },
+    }  # fmt: skip  (shaped like gpt-oss; hand-made)
+    spec = rope_from_config(cfg)
+    rp = cfg["rope_scaling"]
+    emb = _vllm(
+        "yarn_scaling_rope.YaRNScalingRotaryEmbedding", 64, 64, 4096, 1.5e5, True, 32.0,
+        torch.float32, beta_fast=32, beta_slow=1, truncate=rp["truncate"],
+    )  # fmt: skip
+    c, c_live = _compare(spec, emb, "float32", np.arange(0, 131072, 331))
+    assert float(c_live[0, 0]) == float(c[0, 0])  # the same magnitude 1 + 0.1 ln 32
+
+
+def test_llama3_cache():
+    path = os.path.join(os.path.dirname(__file__), "configs", "llama-3.2-1b-instruct.json")
+    spec = rope_from_config(path)
+    rp = spec.params
+    emb = _vllm(
+        "llama3_rope.Llama3RotaryEmbedding", 64, 64, 8192, spec.base, True, torch.bfloat16,
+        rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"], rp["original_max_position"],
+    )  # fmt: skip
+    _compare(spec, emb, "bfloat16", POS)
+
+
+def test_linear_cache():
+    cfg = {"head_dim": 128, "rope_theta": 1e6, "rope_scaling": {"rope_type": "linear",
+                                                                "factor": 4.0}}  # fmt: skip
+    spec = rope_from_config(cfg)
+    emb = _vllm(
+        "linear_scaling_rope.LinearScalingRotaryEmbedding", 128, 128, 2048, 1e6, True, 4.0,
+        torch.float32,
+    )  # fmt: skip
+    _compare(spec, emb, "float32", POS)
+
+
+def test_dynamic_ntk_cache_is_static():
+    cfg = {
+        "head_dim": 64,
+        "rope_theta": 1e4,
+        "max_position_embeddings": 8192,
+        "rope_scaling": {"rope_type": "dynamic", "factor": 2.0},
+    }  # fmt: skip  (hand-made)
+    spec = rope_from_config(cfg, seq_len=8192)
+    emb = _vllm(
+        "dynamic_ntk_scaling_rope.DynamicNTKScalingRotaryEmbedding", 64, 64, 8192, 8192, 1e4,
+        True, 2.0, torch.float32,
+    )  # fmt: skip
+    _compare(spec, emb, "float32", POS)
+    with pytest.raises(ValueError, match="static cache"):
+        rope_from_config(cfg, seq_len=16384).cos_sin([0], precision="vllm-float32")
+
+
+def test_longrope_cache_uses_the_long_factors_by_max_model_len():
+    short = list(np.linspace(1.0, 1.5, 16))
+    long = list(np.linspace(1.0, 8.0, 16))
+    cfg = {
+        "head_dim": 32,
+        "rope_theta": 1e4,
+        "max_position_embeddings": 16384,
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "longrope", "short_factor": short, "long_factor": long},
+    }  # fmt: skip  (hand-made, Phi-3 shaped)
+    spec = rope_from_config(cfg, seq_len=16384)
+    _MAX_MODEL_LEN["value"] = 16384
+    emb = _vllm(
+        "phi3_long_rope_scaled_rope.Phi3LongRoPEScaledRotaryEmbedding", 32, 32, 16384, 4096,
+        1e4, True, torch.float32, short, long,
+    )  # fmt: skip
+    cache = emb.long_short_cos_sin_cache.float().numpy()[4096:]  # the long block
+    c_live, s_live = cache[:, :16], cache[:, 16:]
+    pos = np.unique(np.r_[0, np.geomspace(1, 16383, 300).astype(int)])
+    c, s = spec.cos_sin(pos, precision="vllm-float32")
+    drift = pos[:, None] * FREQ_ULP * spec.inv_freq[None, :] * 2.0**-23 + 2.0**-23
+    mag = float(c_live[0, 0])
+    assert abs(float(c[0, 0]) - mag) <= 2.0**-23
+    assert np.all(np.abs(c - c_live[pos]) <= mag * drift)
+    assert np.all(np.abs(s - s_live[pos]) <= mag * drift)
+
+
+def test_the_cast_rounds_the_float32_cache():
+    emb32 = _vllm("base.RotaryEmbedding", 64, 64, 4096, 1e4, True, torch.float32)
+    emb16 = _vllm("base.RotaryEmbedding", 64, 64, 4096, 1e4, True, torch.bfloat16)
+    c32, _ = _cache(emb32, "float32")
+    c16, _ = _cache(emb16, "bfloat16")
+    np.testing.assert_array_equal(round_to(c32, "bfloat16").astype(F), c16)
