@@ -1,0 +1,76 @@
+"""Workbook checks for the "Beyond RoPE" pages added in this part (FoPE, the map page).
+
+Each entry has the shape of the entries of :mod:`tools.workbook.checks` (``_add(label, stub,
+how, hint)`` decorating a grader of the notebook namespace) and registers itself into the same
+``CHECKS`` table when this module is imported (``checks.py`` imports it at its end, after its
+helpers are defined).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .checks import _add, _all, _failed, _int, grade_value
+
+# --- beyond-fope ---------------------------------------------------------------------------
+
+
+@_add(
+    "ex-fope-kept",
+    """
+n_kept = ...   # pairs FoPE keeps for d = 128, b = 500000, L = 8192
+longest = ...  # the longest period (tokens) among the kept pairs
+""",
+    "Compared with refimpl.fourier.fope_kept and the kept frequencies' periods 2 pi / omega.",
+    "A pair is kept when its period 2 pi / omega_j is at most L.",
+)
+def _fope_kept(ns):
+    from refimpl.fourier import fope_kept
+    from refimpl.rotary import inv_freq
+
+    w = inv_freq(128, 500000.0)
+    kept = fope_kept(w, 8192)
+    n = int(kept.sum())
+    wrong_period = int(np.sum(1.0 / w <= 8192))
+    return _all(
+        _int(
+            ns["n_kept"],
+            n,
+            "n_kept",
+            mistakes=[
+                (64 - n, "That is the number of clipped pairs, not of kept ones."),
+                (wrong_period, "The period of a pair is 2 pi / omega, not 1 / omega."),
+            ],
+        ),
+        grade_value(
+            ns["longest"],
+            float((2 * np.pi / w[kept]).max()),
+            rtol=1e-9,
+            what="the longest kept period",
+            mistakes=[(float((1.0 / w[kept]).max()), "The period is 2 pi / omega.")],
+        ),
+    )
+
+
+@_add(
+    "ex-fope-pad",
+    "ratio = ...  # a clipped pair's score with cos = sin = 1, over its score at frequency zero",
+    "Compared with the factor |1 + i|^2 that multiplying both sides by 1 + i gives.",
+    "Both the query's and the key's pair are multiplied by 1 + i; the score takes |1 + i|^2.",
+)
+def _fope_pad(ns):
+    got = ns["ratio"]
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return _failed(f"ratio should be a number, got {got!r}.")
+    return grade_value(
+        value,
+        2.0,
+        rtol=1e-9,
+        what="ratio",
+        mistakes=[
+            (float(np.sqrt(2.0)), "sqrt 2 is the factor on one vector; a score has two."),
+            (1.0, "cos = sin = 1 is not the identity: it multiplies the pair by 1 + i."),
+        ],
+    )
