@@ -477,7 +477,7 @@ def yarn_correction_range(
     original_max_position : int
         :math:`L`.
     beta_fast, beta_slow : float, default 32, 1
-        Rotation counts bounding the ramp (``beta_fast > beta_slow > 0``).
+        Rotation counts bounding the ramp (``beta_fast >= beta_slow > 0``).
     truncate : bool, default True
 
     Returns
@@ -510,12 +510,19 @@ def yarn_correction_range(
     return float(max(low, 0)), float(min(high, d - 1))
 
 
-def _check_betas(beta_fast, beta_slow) -> tuple[float, float]:
+def _check_betas(beta_fast, beta_slow, *, strict: bool = False) -> tuple[float, float]:
+    """Validate YaRN's rotation counts.
+
+    transformers' ramp accepts ``beta_fast == beta_slow`` (a ramp of zero width, i.e. a step,
+    which it widens by 0.001 to avoid dividing by zero; Kimi-K2 ships betas 1 and 1); the
+    paper's ramp divides by ``beta_fast - beta_slow`` and needs them apart (``strict``).
+    """
     bf = check_positive(beta_fast, "beta_fast")
     bs = check_positive(beta_slow, "beta_slow")
-    if not bf > bs:
+    if bf < bs or (strict and bf == bs):
+        relation = "greater than" if strict else "at least"
         raise ValueError(
-            f"beta_fast must be greater than beta_slow (beta_fast bounds the high-frequency "
+            f"beta_fast must be {relation} beta_slow (beta_fast bounds the high-frequency "
             f"end, paper's beta; beta_slow the low-frequency end, paper's alpha), "
             f"got beta_fast={bf}, beta_slow={bs}"
         )
@@ -568,7 +575,7 @@ def yarn_ramp(
             raise ValueError("truncate applies only to ramp='transformers' (the paper's ramp)")
         b = check_base(base)
         L = _check_length(original_max_position, "original_max_position")
-        beta_r, alpha_r = _check_betas(beta_fast, beta_slow)
+        beta_r, alpha_r = _check_betas(beta_fast, beta_slow, strict=True)
         r = L / (2 * np.pi * b ** (2 * j / d))  # [eq:yarn-ratio]
         gamma = np.clip((r - alpha_r) / (beta_r - alpha_r), 0.0, 1.0)  # [eq:yarn-ramp-paper]
         return 1.0 - gamma

@@ -258,10 +258,12 @@ def test_longrope_factor_below_one_is_rejected():
 
 
 def test_beta_order_is_checked():
-    with pytest.raises(ValueError, match="beta_fast must be greater than beta_slow"):
+    with pytest.raises(ValueError, match="beta_fast must be at least beta_slow"):
         ROPE_SCALINGS["yarn"](
             dim=DIM, base=BASE, factor=4.0, original_max_position=1024, beta_fast=1, beta_slow=32
         )
+    with pytest.raises(ValueError, match="beta_fast must be greater than beta_slow"):
+        yarn_ramp(dim=DIM, original_max_position=1024, beta_fast=2, beta_slow=2, ramp="paper")
     with pytest.raises(ValueError, match="beta_slow must be positive"):
         yarn_ramp(dim=DIM, original_max_position=1024, beta_slow=0, ramp="paper")
 
@@ -335,3 +337,31 @@ def test_resonance_wavelengths_are_integers_below_the_training_length(dim, base,
     np.testing.assert_allclose(
         np.cos((p + k) * out[short]), np.cos(p * out[short]), atol=1e-9 * length
     )
+
+
+@pytest.mark.parametrize("truncate", [True, False])
+def test_equal_betas_are_a_step(truncate):
+    # Kimi-K2 ships beta_fast == beta_slow == 1: transformers' ramp has zero width there,
+    # widened by 0.001, so every pair is either interpolated or extrapolated (at most one
+    # pair in between when the correction index is not an integer)
+    d, b, L = 128, 50000.0, 4096
+    ramp = yarn_ramp(
+        dim=d, base=b, original_max_position=L, beta_fast=1.0, beta_slow=1.0, truncate=truncate
+    )
+    c = d * np.log(L / (2 * np.pi)) / (2 * np.log(b))
+    j = np.arange(d // 2)
+    low, high = (np.floor(c), np.ceil(c)) if truncate else (c, c)
+    if high == low:
+        high = high + 0.001
+    assert np.array_equal(ramp, np.clip((j - low) / (high - low), 0.0, 1.0))
+    assert np.count_nonzero((ramp > 0) & (ramp < 1)) <= 1
+    f = ROPE_SCALINGS["yarn"](
+        dim=d,
+        base=b,
+        factor=32.0,
+        original_max_position=L,
+        beta_fast=1.0,
+        beta_slow=1.0,
+        truncate=truncate,
+    )
+    assert np.all(np.isfinite(f.inv_freq))
