@@ -10,6 +10,14 @@ Llama-family checkpoints (half layout to interleaved) so that NORM on the permut
 transformers' half pairing on the original ones. That permutation is part of the mapping, not a
 divergence.
 
+M-RoPE files (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.xV) store the pairs per position axis in
+``{arch}.rope.dimension_sections`` (four integers: t, h, w and an extra row). llama.cpp's
+rope type MROPE lays them out in blocks (refimpl's ``"blocked"``), IMROPE (Qwen3-VL,
+Qwen3.5) by ggml's sector rule (``"imrope"`` of :mod:`refimpl.multiaxis`): pair ``j`` follows
+``t``, ``h`` or ``w`` when ``j % 3`` names that axis and ``j`` lies within three times its
+section, else the extra row, which llama.cpp fills with 0 for text tokens. Both rotate in NEOX
+order; GLM-4.xV's adjacent pairs reach it through the converter's q/k permutation.
+
 The ``gguf`` package (the format's own reader, the ``engines`` extra) is imported only when a
 file is read; ``import refimpl`` stays NumPy-only.
 """
@@ -24,6 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .config import LayerRope, RopeSchedule, RopeSpec, load_config
+from .multiaxis import MROPE_LAYOUTS, mrope_axis_of_pair
 from .scaling import ROPE_SCALINGS
 
 __all__ = [
@@ -85,15 +94,30 @@ ARCH_ROPE_MODES = {
         ),
         "neox",
     ),
+    "glm4moe": "neox",
     "qwen2vl": "mrope",
-    "qwen3vl": "imrope",
+    **dict.fromkeys(("qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"), "imrope"),
 }
+# Architectures that switch to MROPE when the file has sections (llama-model.cpp: use_mrope(),
+# sections[0] > 0 and sections[1] > 0); the others above need the sections to load at all.
+_MROPE_IF_SECTIONS = frozenset({"glm4", "glm4moe"})
+_MROPE_REQUIRED = frozenset({"qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"})
+# llama.cpp's M-RoPE rope types -> refimpl's section layouts (refimpl.multiaxis); "imrope" is
+# ggml's own sector rule, "interleaved" (transformers' Qwen3-VL rule) stands in for it where
+# the multiaxis module has no "imrope" layout.
+_MROPE_LAYOUT_OF_MODE = {
+    "mrope": "blocked",
+    "imrope": "imrope" if "imrope" in MROPE_LAYOUTS else "interleaved",
+}
+# Architectures whose converter permutes q/k rows to NEOX order for M-RoPE (glm.py).
+_MROPE_PERMUTED_ARCHS = frozenset({"glm4", "glm4moe"})
 # transformers model_type -> the GGUF architecture llama.cpp's converter writes for it.
 _HF_TO_ARCH = {
     "llama": "llama",
     "mistral": "llama",
     "mixtral": "llama",
     "llama4": "llama4",
+    "llama4_text": "llama4",
     "granite": "granite",
     "smollm3": "smollm3",
     "qwen2": "qwen2",
@@ -102,8 +126,20 @@ _HF_TO_ARCH = {
     "qwen3_moe": "qwen3moe",
     "qwen3_next": "qwen3next",
     "qwen2_vl": "qwen2vl",
+    "qwen2_vl_text": "qwen2vl",
     "qwen2_5_vl": "qwen2vl",
+    "qwen2_5_vl_text": "qwen2vl",
     "qwen3_vl": "qwen3vl",
+    "qwen3_vl_text": "qwen3vl",
+    "qwen3_vl_moe": "qwen3vlmoe",
+    "qwen3_vl_moe_text": "qwen3vlmoe",
+    "qwen3_5": "qwen35",
+    "qwen3_5_moe": "qwen35moe",
+    "glm4v": "glm4",
+    "glm4v_text": "glm4",
+    "glm4_moe": "glm4moe",
+    "glm4v_moe": "glm4moe",
+    "glm4v_moe_text": "glm4moe",
     "gemma": "gemma",
     "gemma2": "gemma2",
     "gemma3": "gemma3",
@@ -171,7 +207,12 @@ class GgufRope:
 
     @property
     def mode(self) -> str | None:
-        """llama.cpp's rope type for the architecture (``"norm"``, ``"neox"``, ...)."""
+        """llama.cpp's rope type for the file (``"norm"``, ``"neox"``, ``"mrope"``,
+        ``"imrope"``): the architecture's, or MROPE for GLM-4 files with sections."""
+        sections = self.get("rope.dimension_sections")
+        if self.arch in _MROPE_IF_SECTIONS and isinstance(sections, list) and len(sections) > 1:
+            if sections[0] > 0 and sections[1] > 0:
+                return "mrope"
         return ARCH_ROPE_MODES.get(self.arch)
 
     @property
@@ -343,7 +384,17 @@ def rope_from_gguf(path, *, layer_type: str | None = None, seq_len: int | None =
     RopeSpec
         Exact float64 frequencies of llama.cpp's formulas, the magnitude llama.cpp uses as
         ``attention_scaling``, and the pairing in the GGUF's own weight layout (NORM:
-        ``"interleaved"``; NEOX: ``"half"``).
+        ``"interleaved"``; NEOX, MROPE, IMROPE: ``"half"``). M-RoPE files also carry
+        ``mrope_section`` (the first three of ``rope.dimension_sections``) and
+        ``mrope_layout`` (MROPE: ``"blocked"``; IMROPE: ggml's ``"imrope"``), with a note
+        naming the pairs that IMROPE drives by the extra position row (0 for text tokens).
+
+    Raises
+    ------
+    ValueError
+        One line naming the file: unknown architecture, an M-RoPE file without (or with
+        malformed, four-axis, or short) ``rope.dimension_sections``, or scaling refimpl has
+        no method for.
     """
     rope = read_gguf_rope(path)
     args = llamacpp_rope_parameters(rope, layer_type=layer_type, seq_len=seq_len)
@@ -353,9 +404,8 @@ def rope_from_gguf(path, *, layer_type: str | None = None, seq_len: int | None =
             f"{rope.path}: architecture {rope.arch!r} is not in refimpl's table of llama.cpp "
             f"rope types (known: {', '.join(sorted(ARCH_ROPE_MODES))})"
         )
-    if mode in ("mrope", "imrope"):
-        raise ValueError(f"{rope.path}: M-RoPE GGUF files ({mode}) are not read yet")
     n = args["n_dims"]
+    section, layout, mrope_notes = _mrope_fields(rope, mode, n)
     head = rope.head_dim or n
     rope_type, params = _spec_method(rope, args)
     exact = ROPE_SCALINGS[rope_type](dim=n, base=args["freq_base"], **params)
@@ -369,9 +419,60 @@ def rope_from_gguf(path, *, layer_type: str | None = None, seq_len: int | None =
         pairing="interleaved" if mode == "norm" else "half",
         params=params,
         max_position=int(rope.get("context_length")) if rope.get("context_length") else None,
-        notes=(f"read from GGUF ({rope.arch}, llama.cpp rope type {mode.upper()})",),
+        mrope_section=section,
+        mrope_layout=layout,
+        notes=(f"read from GGUF ({rope.arch}, llama.cpp rope type {mode.upper()})", *mrope_notes),
         source=rope.path,
     )
+
+
+def _mrope_fields(rope: GgufRope, mode: str, n_dims: int):
+    """``(mrope_section, mrope_layout, notes)`` of an M-RoPE file, ``(None, None, ())`` else."""
+    if mode not in _MROPE_LAYOUT_OF_MODE:
+        return None, None, ()
+    raw = rope.get("rope.dimension_sections")
+    if raw is None:
+        raise ValueError(
+            f"{rope.path}: {rope.arch} files need rope.dimension_sections (llama.cpp refuses "
+            "to load the file without it)"
+        )
+    ok = isinstance(raw, list) and len(raw) == 4
+    if not ok or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw):
+        raise ValueError(
+            f"{rope.path}: rope.dimension_sections must be 4 non-negative integers "
+            f"(t, h, w, extra pairs), got {raw!r}"
+        )
+    if raw[3]:
+        raise ValueError(
+            f"{rope.path}: rope.dimension_sections {raw} gives {raw[3]} pairs to the extra "
+            "position row; refimpl's RopeSpec has three M-RoPE axes (t, h, w)"
+        )
+    section = tuple(raw[:3])
+    if sum(section) != n_dims // 2:
+        raise ValueError(
+            f"{rope.path}: rope.dimension_sections {raw} cover {sum(section)} pairs, "
+            f"rope.dimension_count {n_dims} has {n_dims // 2}; ggml would repeat the sections "
+            "cyclically, which refimpl's M-RoPE layouts cannot express"
+        )
+    layout = _MROPE_LAYOUT_OF_MODE[mode]
+    notes = [f"M-RoPE sections {list(section)} laid out {layout} (llama.cpp {mode.upper()})"]
+    if layout != "imrope" and mode == "imrope":
+        notes.append("ggml's IMROPE sector rule is read as transformers' interleaved layout")
+    extra = _extra_row_pairs(section) if mode == "imrope" else []
+    if extra:
+        notes.append(
+            f"pairs {extra} follow the extra position row, which llama.cpp sets to 0 for "
+            "text tokens: they are not rotated for text"
+        )
+    return section, layout, tuple(notes)
+
+
+def _extra_row_pairs(section) -> list[int]:
+    """Pairs ggml's IMROPE drives by the extra (fourth) position row (empty without the
+    multiaxis "imrope" layout)."""
+    if "imrope" not in MROPE_LAYOUTS:
+        return []
+    return np.flatnonzero(mrope_axis_of_pair(section, "imrope") == 3).tolist()
 
 
 def _spec_method(rope: GgufRope, args: dict) -> tuple[str, dict]:
@@ -564,14 +665,21 @@ def _sentence_semantics(rope: GgufRope, spec: RopeSpec, config) -> list[str]:
     mode = rope.mode
     if mode is None:
         out.append(f"llama.cpp's rope type for {rope.arch!r} is not in refimpl's table.")
+    elif mode in _MROPE_LAYOUT_OF_MODE:  # NEOX order; GLM's pairs permuted by the converter
+        if spec.pairing != "half" and rope.arch not in _MROPE_PERMUTED_ARCHS:
+            out.append(
+                f"llama.cpp's {mode.upper()} rotates in NEOX order, but the config's "
+                f"{spec.pairing} pairing is not permuted to it for {rope.arch!r}."
+            )
     else:
         permuted = rope.arch in _PERMUTED_ARCHS and spec.pairing == "half"
         want = "norm" if spec.pairing == "interleaved" or permuted else "neox"
-        if mode != want and mode not in ("mrope", "imrope"):
+        if mode != want:
             out.append(
                 f"llama.cpp uses rope type {mode.upper()} for {rope.arch!r}, but the config's "
                 f"{spec.pairing} pairing needs {want.upper()}."
             )
+    out += _sentence_mrope(rope, mode, spec)
     p = spec.params
     if spec.rope_type == "yarn" and p.get("truncate") is False:
         out.append(
@@ -590,12 +698,56 @@ def _sentence_semantics(rope: GgufRope, spec: RopeSpec, config) -> list[str]:
     return out
 
 
+def _sentence_mrope(rope: GgufRope, mode, spec: RopeSpec) -> list[str]:
+    """M-RoPE divergences: sections llama.cpp ignores or lacks, and layouts that differ."""
+    sections = rope.get("rope.dimension_sections")
+    if mode not in _MROPE_LAYOUT_OF_MODE:
+        why = "without rope.dimension_sections"
+        if sections is not None:
+            why = "it ignores the file's rope.dimension_sections"
+        if spec.mrope_section is not None:
+            return [
+                f"llama.cpp runs 1-D RoPE ({str(mode).upper()}) for this {rope.arch!r} file "
+                f"({why}): image and video tokens lose their t/h/w positions."
+            ]
+        if sections is not None:
+            return [
+                f"The GGUF has rope.dimension_sections, which llama.cpp ignores for {rope.arch!r}."
+            ]
+        return []
+    if spec.mrope_section is None:
+        return [
+            f"llama.cpp runs M-RoPE ({mode.upper()}) for {rope.arch!r}; the config has no "
+            "mrope_section (1-D RoPE)."
+        ]
+    layout = _MROPE_LAYOUT_OF_MODE[mode]
+    if not isinstance(sections, list) or len(sections) != 4 or sections[3]:
+        return []  # reported by the key comparison or by rope_from_gguf
+    section = tuple(sections[:3])
+    if sum(section) != spec.rotary_dim // 2:
+        return []
+    ours = mrope_axis_of_pair(section, layout)
+    theirs = mrope_axis_of_pair(section, spec.mrope_layout)
+    differ = np.flatnonzero(ours != theirs).tolist()
+    if not differ:
+        return []
+    axes = "thwe"
+    where = ", ".join(f"{j} ({axes[ours[j]]}, not {axes[theirs[j]]})" for j in differ[:8])
+    more = f" and {len(differ) - 8} more" if len(differ) > 8 else ""
+    text = " (the extra row is 0 for text tokens: those pairs are not rotated)"
+    return [
+        f"llama.cpp's {mode.upper()} ({layout} layout) drives pairs by other position rows "
+        f"than the config's {spec.mrope_layout} layout: pairs {where}{more}"
+        f"{text if 3 in ours[differ] else ''}."
+    ]
+
+
 def _sentence_numbers(rope: GgufRope, spec: RopeSpec) -> list[str]:
     """Frequencies and magnitude of llama.cpp's spec against the config's."""
     try:
         g = rope_from_gguf(rope.path, seq_len=spec.seq_len)
     except ValueError as exc:
-        return [f"refimpl cannot express the GGUF's rope: {exc}"]
+        return [f"refimpl cannot build the rope llama.cpp runs for the GGUF: {exc}"]
     out = []
     if g.rotary_dim == spec.rotary_dim:
         rel = np.abs(g.inv_freq - spec.inv_freq) / np.where(spec.inv_freq == 0, 1, spec.inv_freq)

@@ -256,3 +256,117 @@ def test_paths_of_the_wrong_type_are_named(bad):
         read_gguf_rope(bad)
     with pytest.raises(TypeError, match="path must be"):
         rope_from_gguf(bad)
+
+
+# ------------------------------------------------------------------------------- M-RoPE files
+# Hand-made M-RoPE text configs (no released Qwen-VL or GLM-4.xV config.json was found in a
+# public mirror; their rope fields and sources are in tests/parity/configs/SOURCES.md).
+QWEN25VL = PARITY / "qwen2.5-vl-text.handmade.json"
+QWEN3VL = PARITY / "qwen3-vl-text.handmade.json"
+GLM4V = PARITY / "glm4v-text.handmade.json"
+
+
+@pytest.mark.parametrize(
+    ("cfg", "arch", "sections", "layout"),
+    [
+        (QWEN25VL, "qwen2vl", [16, 24, 24, 0], "blocked"),  # llama.cpp MROPE
+        (GLM4V, "glm4", [8, 12, 12, 0], "blocked"),  # MROPE, q/k permuted to NEOX order
+        (QWEN3VL, "qwen3vl", [24, 20, 20, 0], "imrope"),  # llama.cpp IMROPE
+    ],
+)
+def test_mrope_sections_are_written_and_read_back(tmp_path, cfg, arch, sections, layout):
+    spec = rope_from_config(cfg)
+    meta = gguf_rope_metadata(cfg)
+    assert meta["arch"] == arch
+    assert meta["keys"][f"{arch}.rope.dimension_sections"] == sections  # padded to four
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=spec.dim)
+    g = rope_from_gguf(path)
+    assert g.mrope_section == tuple(sections[:3]) == spec.mrope_section
+    assert g.mrope_layout == layout and g.pairing == "half"  # NEOX order in the file
+    np.testing.assert_allclose(g.inv_freq, spec.inv_freq, rtol=2e-7)
+    found = compare_gguf(path, cfg)
+    if layout == spec.mrope_layout:  # same layout, and GLM's pairing is the converter's
+        assert found == [], found
+    else:
+        assert len(found) == 1 and "pairs 61 (e, not t), 62 (e, not t)" in found[0], found
+
+
+def test_imrope_leaves_two_pairs_of_text_tokens_unrotated(tmp_path):
+    """ggml's IMROPE rule on Qwen3-VL's sections: pairs 61 and 62 follow the extra row, which
+    llama.cpp fills with 0 for text; transformers' interleaved layout gives them t."""
+    spec = rope_from_config(QWEN3VL)
+    g = rope_from_gguf(write_gguf(tmp_path / "m.gguf", gguf_rope_metadata(QWEN3VL), head_dim=128))
+    assert any("pairs [61, 62]" in n for n in g.notes)
+    p = np.arange(0, 128000, 997)  # up to the config's context (low pairs turn slowly)
+    text = np.stack([p, p, p, np.zeros_like(p)])  # llama.cpp's 4-D positions of text tokens
+    c, s = g.mrope_cos_sin(text)
+    c0, s0 = spec.cos_sin(p)
+    np.testing.assert_array_equal(c[:, [61, 62]], 1.0)
+    np.testing.assert_array_equal(s[:, [61, 62]], 0.0)
+    keep = np.setdiff1d(np.arange(64), [61, 62])
+    np.testing.assert_allclose(c[:, keep], c0[:, keep], atol=1e-12)
+    np.testing.assert_allclose(s[:, keep], s0[:, keep], atol=1e-12)
+    assert np.abs(c0[:, [61, 62]] - 1.0).max() > 0.05  # transformers does rotate them
+
+
+@pytest.mark.parametrize(
+    ("cfg", "edit", "word"),
+    [
+        (GLM4V, {"drop": ("rope.dimension_sections",)}, "1-D RoPE (NORM)"),
+        (QWEN25VL, {"drop": ("rope.dimension_sections",)}, "refuses to load"),
+        (
+            QWEN25VL,
+            {"replace": {"qwen2vl.rope.dimension_sections": [24, 20, 20, 0]}},
+            "dimension_sections is [24, 20, 20, 0] in the GGUF",
+        ),
+        (QWEN25VL, {"arch": "qwen3vl"}, "IMROPE (imrope layout) drives pairs"),
+        (QWEN25VL, {"arch": "qwen2"}, "ignores the file's rope.dimension_sections"),
+        (QWEN3VL, {"arch": "qwen2vl"}, "MROPE (blocked layout) drives pairs"),
+    ],
+)
+def test_injected_mrope_divergences_are_found(tmp_path, cfg, edit, word):
+    meta = gguf_rope_metadata(cfg)
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=rope_from_config(cfg).dim, **edit)
+    found = compare_gguf(path, cfg)
+    assert any(word in s for s in found), found
+
+
+def test_mrope_gguf_without_sections_for_a_1d_config_is_named(tmp_path):
+    meta = gguf_rope_metadata(LLAMA32)
+    meta["keys"]["llama.rope.dimension_sections"] = [16, 8, 8, 0]
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=64, arch="qwen2vl")
+    found = compare_gguf(path, LLAMA32)
+    assert any("the config has no mrope_section" in s for s in found), found
+
+
+@pytest.mark.parametrize(
+    ("sections", "word"),
+    [
+        ([16, 24, 24], "must be 4 non-negative integers"),
+        ([16, 24, -1, 0], "must be 4 non-negative integers"),
+        ([16, 24, 16, 8], "extra position row"),
+        ([16, 16, 16, 0], "cover 48 pairs"),
+    ],
+)
+def test_bad_dimension_sections_give_one_clear_error(tmp_path, sections, word):
+    meta = gguf_rope_metadata(QWEN25VL)
+    meta["keys"]["qwen2vl.rope.dimension_sections"] = sections
+    path = write_gguf(tmp_path / "m.gguf", meta, head_dim=128)
+    with pytest.raises(ValueError, match=word) as err:
+        rope_from_gguf(path)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_describe_and_golden_read_mrope_gguf_files(tmp_path):
+    meta = gguf_rope_metadata(QWEN3VL)
+    meta["keys"]["qwen3vl.block_count"] = 4
+    path = write_gguf(tmp_path / "q.gguf", meta, head_dim=128)
+    r = _cli("describe", path, "--no-pairs", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "imrope" in r.stdout and "[24, 20, 20]" in r.stdout
+    out = tmp_path / "q.npz"
+    r = _cli("golden", path, "--positions", 32, "--out", out, "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    tables = np.load(out)
+    want = rope_from_config(QWEN3VL).cos_sin(np.arange(32))[0]
+    assert any(np.allclose(tables[k], want) for k in tables.files if k.startswith("cos"))
