@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refimpl import rope_from_config
+from refimpl import check_rope, rope_from_config
 from refimpl.check import PRECISIONS as CHECK_CLASSES
 from refimpl.check import TABLE_PRECISION_CLASSES
 from refimpl.config import PRECISIONS as SPEC_PRECISIONS
@@ -303,3 +303,11 @@ def test_registry_tables_match_the_engine_functions_over_positions(pos):
         spec.cos_sin(pos, precision="vllm-bfloat16")[0],
         vllm_cos_sin(pos, rotary_dim=64, base=1e6, dtype="bfloat16")[0],
     )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_checker_reports_each_precisions_class(name):
+    spec = rope_from_config({"head_dim": 64, "rope_theta": 1e4})
+    report = check_rope(lambda x, p: spec.apply(x, p, precision=name), dim=64)
+    assert report.precision == TABLE_PRECISION_CLASSES[name]
+    assert report.base == pytest.approx(1e4, rel=1e-6) and report.pairing == "half"

@@ -6,10 +6,15 @@ rotation. ggml computes ``cosf``/``sinf`` with the C library, which can differ f
 correctly rounded value by one float32 ulp: that is the stated bound.
 """
 
+import glob
+import os
+
 import numpy as np
 import pytest
 
 from refimpl.engines import ggml_cos_sin
+from refimpl.gguf import _full_and_local
+from refimpl.pipelines import spec_ggml_arguments
 
 pytestmark = pytest.mark.engines
 
@@ -100,3 +105,39 @@ def test_the_unfused_blend_is_not_what_this_build_computes():
     c_fused, _ = ggml_cos_sin(pos, **kw)
     c_plain, _ = ggml_cos_sin(pos, fused=False, **kw)
     assert np.abs(c_fused - c_live).max() < np.abs(c_plain - c_live).max()
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec's precision name "ggml-float32" against the live kernel, for released configs.
+
+HERE = os.path.dirname(__file__)
+RELEASED = sorted(
+    f
+    for f in glob.glob(os.path.join(HERE, "..", "parity", "configs", "*.json"))
+    + glob.glob(os.path.join(HERE, "configs", "*.json"))
+    if ".handmade." not in f and ".transformers-defaults." not in f
+)
+
+
+def _spec(path):
+    try:
+        return _full_and_local(path)[0]
+    except ValueError as exc:  # a config the package refuses (tested elsewhere)
+        pytest.skip(f"{os.path.basename(path)}: {exc}")
+
+
+@pytest.mark.parametrize("path", RELEASED, ids=os.path.basename)
+def test_ggml_precision_of_released_configs_matches_the_kernel(path):
+    spec = _spec(path)
+    try:
+        args = spec_ggml_arguments(spec)
+    except ValueError as exc:
+        assert "ggml-float32" in str(exc)
+        pytest.skip(str(exc))
+    limit = spec._position_limit() or 2**20
+    pos = np.unique(np.r_[np.arange(64), np.linspace(0, limit - 1, 512).astype(int)])
+    c_live, s_live = _live(pos, **args)
+    c, s = spec.cos_sin(pos, precision="ggml-float32")
+    ulp = float(np.spacing(np.float32(np.abs(c_live[0]).max())))
+    assert np.abs(c - c_live).max() <= ulp and np.abs(s - s_live).max() <= ulp
+    assert np.mean(c == c_live) > 0.9 and np.mean(s == s_live) > 0.9

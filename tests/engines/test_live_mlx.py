@@ -6,12 +6,17 @@ the tables agree to MLX's cos/sin accuracy (1 ulp). With ``base`` MLX uses its o
 within the drift that bound implies.
 """
 
+import glob
+import json
 import math
+import os
 
 import numpy as np
 import pytest
 
 from refimpl.engines import mlx_cos_sin
+from refimpl.gguf import _full_and_local
+from refimpl.pipelines import spec_mlx_arguments
 
 pytestmark = pytest.mark.engines
 
@@ -52,3 +57,72 @@ def test_frequencies_from_the_base_are_within_mlx_exp_error(base):
     c, _ = mlx_cos_sin(np.arange(T) + offset, dims=d, base=base)
     drift = (offset + T) * EXP_ULP * np.spacing(ours).astype(np.float64) + 2.0**-22
     assert np.all(np.abs(c - c_live) <= drift[None, :])
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec's precision name "mlx-float32" against mlx-lm's own rope modules, released configs.
+
+HERE = os.path.dirname(__file__)
+RELEASED = sorted(
+    f
+    for f in glob.glob(os.path.join(HERE, "..", "parity", "configs", "*.json"))
+    + glob.glob(os.path.join(HERE, "configs", "*.json"))
+    if ".handmade." not in f and ".transformers-defaults." not in f
+)
+# mlx-lm computes Llama 3 / YaRN periods with MLX's float32 pow, which is not correctly rounded:
+# frequencies within this many float32 ulp of the spec's (measured up to 3 here).
+POW_ULP = 8
+
+
+def _scaling_config(path):
+    with open(path) as fh:
+        cfg = json.load(fh)
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    rope = text.get("rope_parameters") or text.get("rope_scaling")
+    if isinstance(rope, dict):
+        rope = dict(rope.get("full_attention", rope))  # per-layer-type parameters (Gemma 3)
+        rope.pop("rope_theta", None)
+    return text, rope
+
+
+@pytest.mark.parametrize("path", RELEASED, ids=os.path.basename)
+def test_mlx_precision_of_released_configs_matches_mlx_lm(path):
+    rope_utils = pytest.importorskip("mlx_lm.models.rope_utils", reason="mlx-lm not installed")
+    try:
+        spec = _full_and_local(path)[0]
+    except ValueError as exc:  # a config the package refuses (tested elsewhere)
+        pytest.skip(f"{os.path.basename(path)}: {exc}")
+    text, rope = _scaling_config(path)
+    if rope is not None and "original_max_position_embeddings" not in rope:
+        orig = text.get("original_max_position_embeddings")
+        rope = {**rope, **({"original_max_position_embeddings": orig} if orig else {})}
+    d, T = spec.rotary_dim, 64
+    offset = min(int(spec._position_limit() or 100000), 100000) - T
+    try:
+        c, s = spec.cos_sin(np.arange(T) + offset, precision="mlx-float32")
+    except ValueError as exc:
+        assert "mlx-float32" in str(exc)
+        pytest.skip(str(exc))
+    try:
+        module = rope_utils.initialize_rope(
+            d, spec.base, False, rope, text.get("max_position_embeddings")
+        )
+    except ValueError as exc:  # e.g. GPT-J's rope_scaling {"rope_type": "gptj"}
+        pytest.skip(f"mlx-lm's initialize_rope refuses the config: {exc}")
+    kw, _ = spec_mlx_arguments(spec)
+    if "freqs" in kw:  # mlx-lm's periods (float32 pow) against the pipeline's, in ulp
+        theirs = np.array(module._freqs).astype(np.float64)
+        finite = np.isfinite(kw["freqs"])
+        ulps = np.abs(theirs[finite] - kw["freqs"][finite]) / np.spacing(kw["freqs"][finite])
+        assert ulps.max() <= POW_ULP
+    x = np.zeros((1, 1, T, d), F)
+    x[..., : d // 2] = 1.0
+    y = np.array(module(mx.array(x), offset=offset))[0, 0]
+    c_live, s_live = y[:, : d // 2], y[:, d // 2 :]
+    theta = spec.inv_freq.astype(np.float64)
+    mag = float(abs(c[0]).max()) if offset == 0 else float(np.hypot(c[0], s[0]).max())
+    exact_freqs = spec.rope_type in ("default", "linear")  # mx.fast.rope's own exp
+    ulps = EXP_ULP if exact_freqs else POW_ULP
+    drift = (offset + T) * ulps * np.spacing(theta.astype(F)).astype(np.float64) + 2.0**-22
+    assert np.all(np.abs(c - c_live) <= mag * drift[None, :])
+    assert np.all(np.abs(s - s_live) <= mag * drift[None, :])
