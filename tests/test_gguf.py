@@ -370,3 +370,57 @@ def test_describe_and_golden_read_mrope_gguf_files(tmp_path):
     tables = np.load(out)
     want = rope_from_config(QWEN3VL).cos_sin(np.arange(32))[0]
     assert any(np.allclose(tables[k], want) for k in tables.files if k.startswith("cos"))
+
+
+def _ggml_rope_multi(rows, n_dims, sections, mode, base):
+    """cos and sin of ggml's own ``ggml_rope_multi`` (CPU kernel of ggml-python), read from
+    inputs whose first half (NEOX order) is 1 and second half 0."""
+    import ctypes
+
+    ggml = pytest.importorskip("ggml", reason="ggml-python not installed (make test-engines)")
+    from ggml import utils as ggml_utils
+
+    ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=64 * 2**20, mem_buffer=None))
+    try:
+        seq = rows.shape[1]
+        x = np.zeros((seq, 1, n_dims), np.float32)
+        x[..., : n_dims // 2] = 1.0
+        a = ggml_utils.from_numpy(x, ctx)
+        b = ggml_utils.from_numpy(np.ascontiguousarray(rows, np.int32).reshape(-1), ctx)
+        sec = (ctypes.c_int * 4)(*sections)
+        y = ggml.ggml_rope_multi(
+            ctx, a, b, None, n_dims, sec, mode, 0, base, 1.0, 0.0, 1.0, 32.0, 1.0
+        )
+        graph = ggml.ggml_new_graph(ctx)
+        ggml.ggml_build_forward_expand(graph, y)
+        ggml.ggml_graph_compute_with_ctx(ctx, graph, 1)
+        out = ggml_utils.to_numpy(y).copy()
+    finally:
+        ggml.ggml_free(ctx)
+    return out[:, 0, : n_dims // 2], out[:, 0, n_dims // 2 :]
+
+
+@pytest.mark.engines
+@pytest.mark.parametrize(("cfg", "mode"), [(QWEN25VL, 8), (QWEN3VL, 40)])  # MROPE, IMROPE
+def test_mrope_layouts_match_ggml_rope_multi(tmp_path, cfg, mode):
+    """The layout read from the file against ggml's kernel, on text tokens (rows t = h = w,
+    extra row 0, as llama.cpp passes them) and on distinct t/h/w rows."""
+    meta = gguf_rope_metadata(cfg)
+    g = rope_from_gguf(write_gguf(tmp_path / "m.gguf", meta, head_dim=128))
+    sections = meta["keys"][f"{meta['arch']}.rope.dimension_sections"]
+    p = np.arange(0, 4096, 13)
+    rng = np.random.default_rng(0)
+    for rows in (
+        np.stack([p, p, p, 0 * p]),
+        np.stack([p, *rng.integers(0, 64, (2, p.size)), 0 * p]),
+    ):
+        c_live, s_live = _ggml_rope_multi(rows, 128, sections, mode, g.base)
+        c, s = g.mrope_cos_sin(rows if g.mrope_layout == "imrope" else rows[:3])
+        # float32 angles of ggml's repeated products against exact ones: |p| * 64 * 2**-24
+        tol = 4096 * 64 * 2.0**-24
+        assert np.abs(c - c_live).max() < tol and np.abs(s - s_live).max() < tol
+    if mode == 40:  # IMROPE: text tokens leave pairs 61 and 62 unrotated in ggml itself
+        text = np.stack([p, p, p, 0 * p])
+        c_live, s_live = _ggml_rope_multi(text, 128, sections, mode, g.base)
+        np.testing.assert_array_equal(c_live[:, [61, 62]], 1.0)
+        np.testing.assert_array_equal(s_live[:, [61, 62]], 0.0)
