@@ -42,6 +42,7 @@ __all__ = [
     "apply_rope_2d",
     "axial_2d_angles",
     "axial_2d_angles_split",
+    "hunyuanvl_position_ids",
     "llama4_vision_angles",
     "mrope_axis_of_pair",
     "mrope_batch_decode_position_ids",
@@ -751,6 +752,96 @@ def mrope_batch_decode_position_ids(
     else:
         pos = np.tile(mrope_decode_position_ids(0, cache_position, n_axes=1), (d.size, 1))
     return np.tile(pos + d[:, None].astype(np.int64), (3, 1, 1))
+
+
+def hunyuanvl_position_ids(
+    token_types,
+    *,
+    image_grid_thw=None,
+    attention_mask=None,
+    spatial_merge_size: int = 2,
+    n_axes: int = 4,
+) -> MRopeBatchPositions:
+    r"""Position ids of HunYuanVL (XD-RoPE) for a padded batch, as transformers 5.24 builds them.
+
+    Parameters
+    ----------
+    token_types : array_like of int, shape (B, S)
+        0 text, 1 image (``mm_token_type_ids``; HunYuanVL has no video type).
+    image_grid_thw : array_like of int, shape (n, 3), optional
+        Patch grids of all images of the batch in order; ``T`` is ignored.
+    attention_mask : array_like of 0/1, shape (B, S), optional
+    spatial_merge_size : int, default 2
+    n_axes : int, default 4
+        Rows ``A`` (``len(xdrope_section)``, at least 3).
+
+    Returns
+    -------
+    MRopeBatchPositions
+        ``position_ids`` (A, B, S): every unmasked token keeps its 1-D index ``p`` on all rows
+        except inside an image grid, whose last three rows are ``(w, h, image index)``
+        (:eq:`eq:xdrope-ids`): ``w`` runs over ``W/m + 1`` columns (the merger appends one
+        row-break token per row), ``h`` over ``H/m`` rows, and the image index counts the
+        images of the whole batch from 0. A run of image slots ``2`` longer than the grid keeps
+        its first and last slot (the image's start and end tokens) at their 1-D index.
+        Padding slots hold 0. ``rope_deltas`` (B,) ``= max + 1 - n_b``.
+
+    Notes
+    -----
+    Written from ``HunYuanVLModel.get_rope_index`` (``models/hunyuan_vl``). The ids are
+    absolute inside the image (they do not start at the image's offset). Feed them to
+    :func:`mrope_cos_sin` with the ``"blocked"`` layout and the model's 4-section
+    ``xdrope_section``, which is the layout of Tencent's ``apply_rotary_pos_emb_xdrope``
+    (sections repeated over both halves) and vLLM's ``xdrope.py``.
+
+    Examples
+    --------
+    >>> out = hunyuanvl_position_ids([[0, 1, 1, 1, 1, 1, 1, 1, 1, 0]],
+    ...                              image_grid_thw=[[1, 4, 4]])
+    >>> out.position_ids[:, 0].tolist()
+    [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [0, 1, 0, 1, 2, 0, 1, 2, 8, 9], [0, 1, 0, 0, 0, 1, 1, 1, 8, 9], [0, 1, 0, 0, 0, 0, 0, 0, 8, 9]]
+    """  # noqa: E501
+    types = _int_matrix(token_types, "token_types")
+    if types.size and (types.min() < 0 or types.max() > 1):
+        raise ValueError("token_types must hold 0 (text) or 1 (image) for HunYuanVL")
+    mask = np.ones_like(types, dtype=bool) if attention_mask is None else _mask(attention_mask)
+    if mask.shape != types.shape:
+        raise ValueError(f"attention_mask shape {mask.shape} != token_types shape {types.shape}")
+    a = check_positive_int(n_axes, "n_axes")
+    if a < 3:
+        raise ValueError(f"n_axes must be at least 3 (w, h, image index), got {a}")
+    m = check_positive_int(spatial_merge_size, "spatial_merge_size")
+    queue = _grid_queue(image_grid_thw, "image_grid_thw", False)
+    ids = np.zeros((a, *types.shape), dtype=np.int64)
+    deltas = np.zeros(types.shape[0], dtype=np.int64)
+    image = 0
+    for b in range(types.shape[0]):
+        row_types = types[b][mask[b]]
+        row = np.tile(np.arange(row_types.size, dtype=np.int64), (a, 1))
+        edges = np.flatnonzero(np.diff(row_types)) + 1
+        for lo, hi in zip(np.r_[0, edges], np.r_[edges, row_types.size], strict=True):
+            if row_types.size == 0 or row_types[lo] != 1:
+                continue
+            if not queue:
+                raise ValueError(f"row {b}: more image runs than image_grid_thw rows")
+            _, h, w = queue.pop(0)
+            hh, ww = np.meshgrid(np.arange(h // m), np.arange(w // m + 1), indexing="ij")
+            n = hh.size
+            if hi - lo not in (n, n + 2):
+                raise ValueError(
+                    f"row {b}: the image run at unpadded index {lo} has {hi - lo} slots; its grid "
+                    f"{(h, w)} gives {n} tokens (or {n + 2} with start and end tokens)"
+                )
+            g = lo + (hi - lo - n) // 2
+            row[a - 3 :, g : g + n] = np.stack([ww.ravel(), hh.ravel(), np.full(n, image)])
+            image += 1  # [eq:xdrope-ids]
+        if row_types.size == 0:
+            raise ValueError(f"attention_mask row {b} has no unmasked token")
+        ids[:, b, mask[b]] = row
+        deltas[b] = int(row.max()) + 1 - row_types.size
+    if queue:
+        raise ValueError("image_grid_thw has more rows than the batch has image runs")
+    return MRopeBatchPositions(ids, deltas)
 
 
 def videorope_position_ids(

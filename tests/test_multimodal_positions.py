@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from refimpl.multiaxis import (
+    hunyuanvl_position_ids,
     mrope_axis_of_pair,
     mrope_batch_decode_position_ids,
     mrope_batch_position_ids,
@@ -571,3 +572,92 @@ def test_qwen3_vl_sections_differ_on_two_pairs():
     assert a[[61, 62]].tolist() == [3, 3]
     with pytest.raises(ValueError, match="shape \\(4, seq\\)"):
         mrope_cos_sin(np.zeros((3, 2), dtype=int), inv_freq(128), [24, 20, 20], layout="imrope")
+
+
+def oracle_hunyuan(rows, merge, n_axes):
+    """Token by token: 1-D index everywhere; inside each image grid the last three rows are
+    (column incl. the row-break column, row, image index over the batch)."""
+    out, image = [], 0
+    for row in rows:  # row: list of ("text", n) / ("image", (H, W), with_start_end)
+        ids, p = [], 0
+        for seg in row:
+            if seg[0] == "text":
+                for _ in range(seg[1]):
+                    ids.append([p] * n_axes)
+                    p += 1
+                continue
+            (h, w), ends = seg[1], seg[2]
+            if ends:
+                ids.append([p] * n_axes)
+                p += 1
+            for y in range(h // merge):
+                for x in range(w // merge + 1):
+                    ids.append([p] * (n_axes - 3) + [x, y, image])
+                    p += 1
+            if ends:
+                ids.append([p] * n_axes)
+                p += 1
+            image += 1
+        out.append(np.array(ids).T)
+    return out
+
+
+@st.composite
+def hunyuan_batches(draw):
+    merge = draw(st.sampled_from([1, 2]))
+    rows = []
+    for _ in range(draw(st.integers(1, 3))):
+        row = [("text", draw(st.integers(1, 4)))]
+        for _ in range(draw(st.integers(0, 3))):
+            hw = (merge * draw(st.integers(1, 4)), merge * draw(st.integers(1, 4)))
+            row += [("image", hw, draw(st.booleans())), ("text", draw(st.integers(1, 3)))]
+        rows.append(row)
+    return rows, merge, draw(st.integers(3, 5)), draw(st.integers(0, 4))
+
+
+@given(hunyuan_batches())
+def test_hunyuanvl_ids_match_loop_oracle(case):
+    rows, merge, n_axes, pad = case
+    types, grids = [], []
+    for row in rows:
+        t = []
+        for seg in row:
+            if seg[0] == "text":
+                t += [0] * seg[1]
+            else:
+                (h, w), ends = seg[1], seg[2]
+                t += [1] * ((h // merge) * (w // merge + 1) + 2 * ends)
+                grids.append((1, h, w))
+        types.append(t)
+    width = max(map(len, types)) + pad
+    tt = np.zeros((len(rows), width), dtype=int)
+    mask = np.zeros_like(tt)
+    for b, t in enumerate(types):
+        tt[b, width - len(t) :], mask[b, width - len(t) :] = t, 1
+    got = hunyuanvl_position_ids(
+        tt,
+        image_grid_thw=grids or None,
+        attention_mask=mask,
+        spatial_merge_size=merge,
+        n_axes=n_axes,
+    )
+    for b, want in enumerate(oracle_hunyuan(rows, merge, n_axes)):
+        np.testing.assert_array_equal(got.position_ids[:, b, mask[b] == 1], want)
+        assert got.rope_deltas[b] == want.max() + 1 - want.shape[1]
+    assert np.all(got.position_ids[:, mask == 0] == 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"token_types": [[0, 2]]}, "0 \\(text\\) or 1 \\(image\\)"),
+        ({"token_types": [[0, 1]]}, "more image runs"),
+        ({"token_types": [[0, 1]], "image_grid_thw": [[1, 2, 2]]}, "has 1 slots"),
+        ({"token_types": [[0, 0]], "image_grid_thw": [[1, 2, 2]]}, "more rows"),
+        ({"token_types": [[0, 0]], "n_axes": 2}, "at least 3"),
+        ({"token_types": [[0, 0]], "attention_mask": [[0, 0]]}, "no unmasked"),
+    ],
+)
+def test_hunyuanvl_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        hunyuanvl_position_ids(kwargs.pop("token_types"), **kwargs)

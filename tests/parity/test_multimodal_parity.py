@@ -14,6 +14,7 @@ import pytest
 
 from refimpl.multiaxis import (
     apply_rope_tables,
+    hunyuanvl_position_ids,
     llama4_vision_angles,
     mrope_batch_decode_position_ids,
     mrope_batch_position_ids,
@@ -359,3 +360,68 @@ def test_qwen3_vl_rotary_is_interleaved_and_differs_from_ggml_imrope():
     gap = np.abs(s_ggml - peer).max(axis=0)
     # pairs 61, 62 turn by p * theta_i ~ 2e-3 rad in transformers and not at all in ggml
     assert np.flatnonzero(gap > 1e-3).tolist() == [61, 62]
+
+
+def _hunyuan_peer(section):
+    from transformers.models.hunyuan_vl import modeling_hunyuan_vl as m
+
+    text = {"head_dim": 2 * sum(section), "hidden_size": 64, "num_attention_heads": 4}
+    text["rope_parameters"] = {"rope_theta": 1e4, "rope_type": "default", "xdrope_section": section}
+    config = transformers.HunYuanVLConfig(text_config=text)  # hand-made sizes, no weights
+    fake = SimpleNamespace(config=config)
+    fake.get_vision_position_ids = lambda *a, **k: m.HunYuanVLModel.get_vision_position_ids(
+        fake, *a, **k
+    )
+    return m, fake, config
+
+
+@pytest.mark.parametrize("padding", ["left", "right"])
+@pytest.mark.parametrize("seed", range(4))
+def test_hunyuanvl_ids_match_get_rope_index(padding, seed):
+    m, fake, config = _hunyuan_peer([4, 4, 4, 4])
+    merge = config.vision_config.spatial_merge_size
+    rng = np.random.default_rng(200 + seed)
+    rows, grids = [], []
+    for _ in range(3):
+        types = []
+        for _ in range(int(rng.integers(1, 4))):
+            h, w = (merge * int(rng.integers(1, 5)) for _ in range(2))
+            n = (h // merge) * (w // merge + 1) + (2 if rng.integers(0, 2) else 0)
+            types += [0] * int(rng.integers(1, 6)) + [1] * n
+            grids.append((1, h, w))
+        rows.append(types + [0] * int(rng.integers(0, 4)))
+    width = max(map(len, rows)) + int(rng.integers(0, 3))
+    types = torch.zeros(3, width, dtype=torch.int32)
+    mask = torch.zeros(3, width, dtype=torch.long)
+    for b, r in enumerate(rows):
+        sl = slice(width - len(r), width) if padding == "left" else slice(0, len(r))
+        types[b, sl], mask[b, sl] = torch.tensor(r, dtype=torch.int32), 1
+    input_ids = torch.where(types == 1, config.image_token_id, 5)
+    peer_ids, peer_deltas = m.HunYuanVLModel.get_rope_index(
+        fake, input_ids, types, image_grid_thw=torch.tensor(grids), attention_mask=mask
+    )
+    ours = hunyuanvl_position_ids(
+        types.numpy(), image_grid_thw=grids, attention_mask=mask.numpy(), spatial_merge_size=merge
+    )
+    np.testing.assert_array_equal(ours.position_ids, peer_ids.numpy())
+    np.testing.assert_array_equal(ours.rope_deltas, peer_deltas[:, 0].numpy())
+
+
+def test_hunyuanvl_rotary_halves_differ_from_xdrope_on_image_tokens():
+    """transformers 5.24's HunYuanVLRotaryEmbedding splits the doubled table into chunks of
+    2 s_a, so the two halves of a pair read different axes (not a rotation) once the rows
+    differ; Tencent's apply_rotary_pos_emb_xdrope and vLLM's xdrope.py repeat the sections
+    over both halves, which is refimpl's 4-section blocked layout. On text tokens (equal rows)
+    all agree."""
+    m, _, config = _hunyuan_peer([4, 4, 4, 4])
+    rotary = m.HunYuanVLRotaryEmbedding(config.text_config)
+    d = config.text_config.head_dim
+    f = 1.0 / 1e4 ** (np.arange(0, d, 2) / d)
+    text = np.tile(np.arange(9), (4, 1))
+    image = np.array([[3, 4, 5], [0, 1, 2], [1, 1, 0], [0, 0, 1]])  # (p, w, h, image index)
+    for ids, agree in ((text, True), (image, False)):
+        cos_t, _ = rotary(torch.zeros(1), torch.tensor(ids)[:, None, :])
+        cos_t = cos_t[0].double().numpy()
+        c, _ = mrope_cos_sin(ids, f, [4, 4, 4, 4])
+        assert np.allclose(cos_t[:, : d // 2], c, atol=1e-6) == agree
+        assert np.allclose(cos_t[:, d // 2 :], cos_t[:, : d // 2], atol=1e-6) == agree
