@@ -168,6 +168,7 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("gpt-oss-20b.json", "full_attention"): [6, 10],
     ("gpt-oss-20b.json", "sliding_attention"): [6, 10],
     ("hunyuan-v1-dense.handmade.json", "full_attention"): [48],
+    ("kimi-k2-instruct-0905.excerpt.json", "full_attention"): [5],
     ("ministral3-3b-2512.json", "full_attention"): [37],
     ("qwen2.5-vl-text.handmade.json", "full_attention"): [37],
     ("qwen2.5-vl-text.transformers-defaults.json", "full_attention"): [37],
@@ -270,23 +271,8 @@ def _ulps(a32: np.ndarray, b32: np.ndarray) -> np.ndarray:
     return np.abs(ia - ib)
 
 
-# config file -> why refimpl cannot read it yet although transformers loads it. Each is run by
-# test_known_gaps (strict xfail: once refimpl reads the file, that test fails and the entry
-# goes, so the file joins every other test here).
-KNOWN_GAPS = {
-    "kimi-k2-instruct-0905.excerpt.json": (
-        "beta_fast must be greater than beta_slow",
-        "Kimi-K2 ships beta_fast == beta_slow == 1 (a step ramp; transformers warns only when "
-        "beta_fast < beta_slow and widens an empty ramp by 0.001); refimpl.scaling._check_betas "
-        "refuses equality",
-    ),
-}
-
-
 def _rope_layers(name: str) -> list[tuple[str, object]]:
     """(layer type, spec) of each distinct rotating layer of the schedule."""
-    if name in KNOWN_GAPS:
-        return []
     seen: dict[str, object] = {}
     for layer in rope_schedule(_load(name)):
         if layer.spec is not None and layer.layer_type not in seen:
@@ -356,22 +342,6 @@ def test_float32_cos_sin(name, layer_type):
             assert np.all(gap <= bound)
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_GAPS))
-def test_known_gaps(name):
-    """transformers loads the file; refimpl refuses it (strict xfail: reading it is the fix)."""
-    fragment, why = KNOWN_GAPS[name]
-    peer = _peer_tables(name, "full_attention", _positions(1024))  # transformers loads it
-    try:
-        layers = rope_schedule(_load(name))
-    except ValueError as exc:
-        assert fragment in str(exc), f"{name}: refused for another reason: {exc}"
-        pytest.xfail(f"{name}: {why}")
-    spec = next(layer.spec for layer in layers if layer.spec is not None)
-    assert peer.attention_scaling == spec.attention_scaling
-    assert _ulps(peer.inv_freq, spec.inv_freq_float32).max() <= 1
-    pytest.fail(f"{name} is read now: remove it from KNOWN_GAPS so every test runs on it")
-
-
 # ---------------------------------------------------------------- one attention layer each
 
 
@@ -390,6 +360,8 @@ def _small_overrides(name: str) -> dict:
     head_dim = text.get("head_dim") or width // heads
     out = {"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": head_dim}
     out["hidden_size"] = 2 * head_dim
+    if _family(_load(name)).module.startswith("deepseek"):  # MLA: head_dim is the rope head
+        del out["head_dim"]
     for key in ("q_lora_rank", "kv_lora_rank"):
         if text.get(key):
             out[key] = 32
@@ -472,8 +444,6 @@ def _run_layer(name: str, index: int, pos: np.ndarray) -> Recorded | None:
 def _layer_cases() -> list[tuple[str, int]]:
     cases = []
     for n in CONFIG_FILES:
-        if n in KNOWN_GAPS:
-            continue
         first = {}
         for layer in rope_schedule(_load(n)):
             k = (layer.spec.key() if layer.spec is not None else None, layer.layer_type)
