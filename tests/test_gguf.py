@@ -21,7 +21,8 @@ gguf = pytest.importorskip("gguf", reason="the gguf package (engines extra) is n
 HERE = pathlib.Path(__file__).parent
 PARITY = HERE / "parity" / "configs"
 LLAMA32 = HERE / "engines" / "configs" / "llama-3.2-1b-instruct.json"
-# released configs (sources in the folders' SOURCES.md) and what llama.cpp's semantics change
+# released configs (sources in the folders' SOURCES.md; the Kimi file is an excerpt and the
+# Maverick one an engine's reduced fixture, both labelled there) and what llama.cpp changes
 REAL = {
     "llama-3.2-1b": (LLAMA32, set()),
     "smollm3-3b": (PARITY / "smollm3-3b.json", set()),
@@ -31,6 +32,10 @@ REAL = {
     "exaone4-1.2b": (PARITY / "exaone4-1.2b.json", set()),
     "deepseek-v2-lite": (PARITY / "deepseek-v2-lite.json", set()),
     "gpt-oss-20b": (PARITY / "gpt-oss-20b.json", {"truncate", "frequencies"}),
+    "gemma2-9b": (PARITY / "gemma2-9b.json", set()),
+    "gemma3-12b-it": (PARITY / "gemma3-12b-it.json", set()),  # linear x8 on global layers
+    "kimi-k2-0905": (PARITY / "kimi-k2-instruct-0905.excerpt.json", set()),  # equal betas
+    "llama4-maverick": (PARITY / "llama4-maverick-17b-128e.reduced.json", set()),
 }
 
 
