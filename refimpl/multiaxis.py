@@ -55,7 +55,10 @@ __all__ = [
     "pixtral_angles",
     "pixtral_flat_ids",
     "rope_mixed_angles",
+    "rope_mixed_fit",
     "rope_mixed_frequencies",
+    "rope_mixed_frequency_grad",
+    "rope_mixed_scores",
     "timestamped_video_segments",
     "timm_pixel_bands",
     "timm_rope_angles",
@@ -1247,3 +1250,167 @@ def rope_mixed_angles(xs, ys, freqs) -> np.ndarray:
     return (
         x[None, :, None] * f[0][:, None, :] + y[None, :, None] * f[1][:, None, :]
     )  # [eq:rope-mixed]
+
+
+# Adam's moment decay rates and denominator guard (Kingma & Ba's defaults).
+_ADAM_BETAS = (0.9, 0.999)
+_ADAM_EPS = 1e-8
+
+
+def _mixed_inputs(q, k, q_pos, k_pos, freqs, pairing):
+    check_pairing(pairing)
+    f = as_float_array(freqs, "freqs", ndim=3).astype(np.float64)
+    if f.shape[0] != 2:
+        raise ValueError(f"freqs must have shape (2, n_heads, D/2), got {f.shape}")
+    h, half = f.shape[1], f.shape[2]
+    qa = as_float_array(q, "q", ndim=3).astype(np.float64)
+    ka = as_float_array(k, "k", ndim=3).astype(np.float64)
+    for name, a in (("q", qa), ("k", ka)):
+        if a.shape[0] != h or a.shape[2] != 2 * half:
+            raise ValueError(f"{name} must have shape ({h}, n, {2 * half}), got {a.shape}")
+    zq = as_float_array(q_pos, "q_pos", ndim=2).astype(np.float64)
+    zk = as_float_array(k_pos, "k_pos", ndim=2).astype(np.float64)
+    for name, z, a in (("q_pos", zq, qa), ("k_pos", zk, ka)):
+        if z.shape != (a.shape[1], 2):
+            raise ValueError(f"{name} must have shape ({a.shape[1]}, 2) (x, y), got {z.shape}")
+
+    def split(a):  # the two components of every pair, (H, n, D/2) each
+        if pairing == "interleaved":
+            return a[..., 0::2], a[..., 1::2]
+        return a[..., :half], a[..., half:]
+
+    qa1, qa2 = split(qa)
+    kb1, kb2 = split(ka)
+    # the pair's cos and sin coefficients of q^T R(Delta) k, (H, n, m, D/2)
+    even = qa1[:, :, None] * kb1[:, None] + qa2[:, :, None] * kb2[:, None]
+    odd = qa2[:, :, None] * kb1[:, None] - qa1[:, :, None] * kb2[:, None]
+    offset = zk[None, :, :] - zq[:, None, :]  # (n, m, 2): key minus query
+    delta = np.einsum("nmc,chj->hnmj", offset, f)  # [eq:rope-mixed]
+    return even, odd, offset, delta
+
+
+def rope_mixed_scores(q, k, q_pos, k_pos, freqs, *, pairing: str = "interleaved") -> np.ndarray:
+    r"""Attention scores of RoPE-Mixed: :math:`s_{h,n,m} = \langle R(\phi(z_n)) q_n,
+    R(\phi(z_m)) k_m \rangle` with :math:`\phi_j(z) = x f_{x,j} + y f_{y,j}`.
+
+    Parameters
+    ----------
+    q : array_like, shape (H, n, D)
+    k : array_like, shape (H, m, D)
+    q_pos, k_pos : array_like, shape (n, 2) and (m, 2)
+        Patch coordinates ``(x, y)``.
+    freqs : array_like, shape (2, H, D/2)
+        ``[f_x, f_y]`` (:func:`rope_mixed_frequencies` or learned values).
+    pairing : {"interleaved", "half"}, default "interleaved"
+        Pair layout of the features (RoPE-Mixed and timm rotate adjacent features).
+
+    Returns
+    -------
+    numpy.ndarray, shape (H, n, m), float64
+        :math:`\sum_j (a_j c_j + b_j d_j)\cos\Delta_j + (b_j c_j - a_j d_j)\sin\Delta_j` with
+        :math:`(a_j, b_j)` the query's and :math:`(c_j, d_j)` the key's pair ``j`` and
+        :math:`\Delta_j = f_j^\top (z_m - z_n)` (:eq:`eq:rope-mixed-score`).
+
+    Examples
+    --------
+    >>> f = np.array([[[0.5]], [[0.25]]])
+    >>> rope_mixed_scores([[[1.0, 0.0]]], [[[1.0, 0.0]]], [[0, 0]], [[2, 4]], f).round(6)
+    array([[[-0.416147]]])
+    """
+    even, odd, _, delta = _mixed_inputs(q, k, q_pos, k_pos, freqs, pairing)
+    return np.sum(even * np.cos(delta) + odd * np.sin(delta), axis=-1)  # [eq:rope-mixed-score]
+
+
+def rope_mixed_frequency_grad(
+    q, k, q_pos, k_pos, freqs, upstream, *, pairing: str = "interleaved"
+) -> np.ndarray:
+    r"""Gradient of :math:`L = \sum_{h,n,m} G_{h,n,m}\, s_{h,n,m}` with respect to RoPE-Mixed's
+    frequencies (the backward pass of :func:`rope_mixed_scores`).
+
+    Parameters
+    ----------
+    q, k, q_pos, k_pos, freqs, pairing
+        As in :func:`rope_mixed_scores`.
+    upstream : array_like, shape (H, n, m)
+        :math:`G = \partial L / \partial s` (the loss's gradient with respect to the scores).
+
+    Returns
+    -------
+    numpy.ndarray, shape (2, H, D/2), float64
+        :math:`\partial L / \partial f_{c,h,j} = \sum_{n,m} G_{h,n,m}\,\big((b_j c_j -
+        a_j d_j)\cos\Delta_j - (a_j c_j + b_j d_j)\sin\Delta_j\big)\,(z_m - z_n)_c`
+        (:eq:`eq:rope-mixed-grad`), ``c`` = x, y.
+
+    Examples
+    --------
+    >>> f = np.array([[[0.5]], [[0.25]]])
+    >>> g = rope_mixed_frequency_grad([[[1.0, 0.0]]], [[[1.0, 0.0]]], [[0, 0]], [[2, 4]], f,
+    ...                               [[[1.0]]])
+    >>> g[:, 0, 0].round(6)  # -sin(2) * (2, 4)
+    array([-1.818595, -3.63719 ])
+    """
+    even, odd, offset, delta = _mixed_inputs(q, k, q_pos, k_pos, freqs, pairing)
+    g = as_float_array(upstream, "upstream", ndim=3).astype(np.float64)
+    if g.shape != delta.shape[:3]:
+        raise ValueError(f"upstream must have the scores' shape {delta.shape[:3]}, got {g.shape}")
+    d_delta = g[..., None] * (odd * np.cos(delta) - even * np.sin(delta))  # (H, n, m, D/2)
+    return np.einsum("hnmj,nmc->chj", d_delta, offset)  # [eq:rope-mixed-grad]
+
+
+def rope_mixed_fit(
+    q,
+    k,
+    pos,
+    target,
+    freqs,
+    *,
+    steps: int = 300,
+    lr: float = 0.02,
+    pairing: str = "interleaved",
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Learn RoPE-Mixed frequencies by Adam on the mean squared error of the scores.
+
+    Parameters
+    ----------
+    q, k : array_like, shape (H, n, D)
+        Fixed queries and keys at the patch coordinates ``pos``.
+    pos : array_like, shape (n, 2)
+    target : array_like, shape (H, n, n)
+        Scores to reproduce (for example :func:`rope_mixed_scores` of a teacher).
+    freqs : array_like, shape (2, H, D/2)
+        Starting frequencies (:func:`rope_mixed_frequencies`).
+    steps : int, default 300
+    lr : float, default 0.02
+        Adam's step size.
+    pairing : {"interleaved", "half"}
+
+    Returns
+    -------
+    freqs : numpy.ndarray, shape (2, H, D/2)
+        The learned frequencies.
+    losses : numpy.ndarray, shape (steps + 1,)
+        :math:`\operatorname{mean}(s - s^*)^2` before each step and after the last.
+
+    Notes
+    -----
+    Deterministic: no randomness inside; the gradient is :func:`rope_mixed_frequency_grad`
+    with upstream :math:`2 (s - s^*) / N`.
+    """
+    n_steps = check_positive_int(steps, "steps")
+    rate = check_positive(lr, "lr")
+    f = as_float_array(freqs, "freqs", ndim=3).astype(np.float64).copy()
+    want = as_float_array(target, "target", ndim=3).astype(np.float64)
+    m1, m2 = np.zeros_like(f), np.zeros_like(f)
+    b1, b2 = _ADAM_BETAS
+    losses = np.empty(n_steps + 1)
+    for t in range(n_steps + 1):
+        err = rope_mixed_scores(q, k, pos, pos, f, pairing=pairing) - want
+        losses[t] = np.mean(err**2)
+        if t == n_steps:
+            break
+        g = rope_mixed_frequency_grad(q, k, pos, pos, f, 2 * err / err.size, pairing=pairing)
+        m1 = b1 * m1 + (1 - b1) * g
+        m2 = b2 * m2 + (1 - b2) * g**2
+        step = (m1 / (1 - b1 ** (t + 1))) / (np.sqrt(m2 / (1 - b2 ** (t + 1))) + _ADAM_EPS)
+        f -= rate * step
+    return f, losses

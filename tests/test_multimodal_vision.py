@@ -14,7 +14,10 @@ from refimpl.multiaxis import (
     pixtral_angles,
     pixtral_flat_ids,
     rope_mixed_angles,
+    rope_mixed_fit,
     rope_mixed_frequencies,
+    rope_mixed_frequency_grad,
+    rope_mixed_scores,
     timm_pixel_bands,
     timm_rope_angles,
 )
@@ -153,5 +156,118 @@ def test_rope_mixed_sees_diagonals_that_axial_frequencies_cannot():
     ],
 )
 def test_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def mixed_case(seed, heads=2, d=8, n=5, m=4):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(heads, n, d))
+    k = rng.normal(size=(heads, m, d))
+    zq = rng.integers(-6, 7, size=(n, 2)).astype(float)
+    zk = rng.integers(-6, 7, size=(m, 2)).astype(float)
+    f = rope_mixed_frequencies(d, heads, seed=seed) * rng.uniform(0.5, 1.5)
+    return q, k, zq, zk, f
+
+
+@given(st.integers(0, 10**6), st.sampled_from(["interleaved", "half"]))
+def test_rope_mixed_scores_are_the_rotated_dot_products(seed, pairing):
+    q, k, zq, zk, f = mixed_case(seed)
+    got = rope_mixed_scores(q, k, zq, zk, f, pairing=pairing)
+    aq = rope_mixed_angles(zq[:, 0], zq[:, 1], f)  # (H, n, D/2)
+    ak = rope_mixed_angles(zk[:, 0], zk[:, 1], f)
+    for h in range(q.shape[0]):
+        rq = apply_rope_tables(q[h], np.cos(aq[h]), np.sin(aq[h]), pairing=pairing)
+        rk = apply_rope_tables(k[h], np.cos(ak[h]), np.sin(ak[h]), pairing=pairing)
+        np.testing.assert_allclose(got[h], rq @ rk.T, atol=1e-10)
+
+
+# central differences with step h: truncation ~h^2 |s'''| and rounding ~eps |s| / h
+FD_STEP = 1e-6
+FD_TOL = 1e-5
+
+
+@given(st.integers(0, 10**6), st.sampled_from(["interleaved", "half"]))
+def test_rope_mixed_frequency_grad_matches_finite_differences(seed, pairing):
+    q, k, zq, zk, f = mixed_case(seed)
+    g_up = np.random.default_rng(seed + 1).normal(size=(2, 5, 4))
+    grad = rope_mixed_frequency_grad(q, k, zq, zk, f, g_up, pairing=pairing)
+    assert grad.shape == f.shape
+    for idx in np.ndindex(f.shape):
+        fp, fm = f.copy(), f.copy()
+        fp[idx] += FD_STEP
+        fm[idx] -= FD_STEP
+        lp = np.sum(g_up * rope_mixed_scores(q, k, zq, zk, fp, pairing=pairing))
+        lm = np.sum(g_up * rope_mixed_scores(q, k, zq, zk, fm, pairing=pairing))
+        assert grad[idx] == pytest.approx((lp - lm) / (2 * FD_STEP), abs=FD_TOL, rel=FD_TOL)
+
+
+def test_rope_mixed_fit_recovers_a_turned_teacher():
+    rng = np.random.default_rng(3)
+    yy, xx = np.meshgrid(np.arange(4), np.arange(4), indexing="ij")
+    pos = np.stack([xx.ravel(), yy.ravel()], axis=1).astype(float)
+    q, k = rng.normal(size=(2, 1, 16, 8))
+    f0 = rope_mixed_frequencies(8, 1, seed=0)
+    c, s = np.cos(0.6), np.sin(0.6)  # the teacher turns every vector by 0.6 rad, scales 0.8
+    teacher = 0.8 * np.stack([c * f0[0] - s * f0[1], s * f0[0] + c * f0[1]])
+    target = rope_mixed_scores(q, k, pos, pos, teacher)
+    f, losses = rope_mixed_fit(q, k, pos, target, f0, steps=250, lr=0.02)
+    assert losses[0] > 1.0 and losses[-1] < 1e-8 * losses[0]
+    np.testing.assert_allclose(f, teacher, atol=1e-4)
+    # the fit starts where it is told and moves nothing when it starts at the answer
+    same, flat = rope_mixed_fit(q, k, pos, target, teacher, steps=5)
+    assert flat.max() < 1e-20 and np.allclose(same, teacher, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (
+            lambda: rope_mixed_scores(
+                np.ones((1, 2, 4)),
+                np.ones((1, 2, 4)),
+                [[0, 0]] * 2,
+                [[0, 0]] * 2,
+                np.ones((2, 1, 3)),
+            ),
+            "must have shape \\(1, n, 6\\)",
+        ),
+        (
+            lambda: rope_mixed_scores(
+                np.ones((1, 2, 4)), np.ones((1, 2, 4)), [[0, 0]], [[0, 0]] * 2, np.ones((2, 1, 2))
+            ),
+            "q_pos must have shape",
+        ),
+        (
+            lambda: rope_mixed_scores(
+                np.ones((1, 1, 4)), np.ones((1, 1, 4)), [[0, 0]], [[0, 0]], np.ones((3, 1, 2))
+            ),
+            "freqs must have shape",
+        ),
+        (
+            lambda: rope_mixed_frequency_grad(
+                np.ones((1, 1, 4)),
+                np.ones((1, 1, 4)),
+                [[0, 0]],
+                [[0, 0]],
+                np.ones((2, 1, 2)),
+                np.ones((1, 2, 1)),
+            ),
+            "upstream must have",
+        ),
+        (
+            lambda: rope_mixed_fit(
+                np.ones((1, 1, 4)),
+                np.ones((1, 1, 4)),
+                [[0, 0]],
+                np.ones((1, 1, 1)),
+                np.ones((2, 1, 2)),
+                steps=0,
+            ),
+            "steps",
+        ),
+    ],
+)
+def test_rope_mixed_training_errors(call, match):
     with pytest.raises(ValueError, match=match):
         call()
