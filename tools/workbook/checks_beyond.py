@@ -74,3 +74,40 @@ def _fope_pad(ns):
             (1.0, "cos = sin = 1 is not the identity: it multiplies the pair by 1 + i."),
         ],
     )
+
+
+# --- beyond-map ----------------------------------------------------------------------------
+
+
+@_add(
+    "ex-map-self-extend",
+    """
+i = ...  # query position
+j = ...  # key position, j <= i
+p = ...  # common shift, p >= 1
+""",
+    "The check builds Self-Extend's map (G = 4, W = 4) and compares rel[i + p, j + p] with "
+    "rel[i, j].",
+    "Inside the window the distance is kept exactly; look at pairs further apart than W.",
+)
+def _map_self_extend(ns):
+    from refimpl.remap import self_extend_relative_positions
+
+    vals = [ns["i"], ns["j"], ns["p"]]
+    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in vals):
+        return _failed(f"i, j and p should be whole numbers, got {vals!r}.")
+    i, j, p = (int(v) for v in vals)
+    if not 0 <= j <= i or p < 1:
+        return _failed("Choose 0 <= j <= i (a causal pair) and a shift p >= 1.")
+    if i + p > 100_000:
+        return _failed("Keep i + p below 100000 so that the map stays small.")
+    n = i + p + 1
+    rel = self_extend_relative_positions(n, n, group=4, window=4)
+    if rel[i + p, j + p] == rel[i, j]:
+        return _failed(
+            f"rel is {rel[i, j]:g} before and after the shift: this pair stays relative. "
+            "Inside the window the distance is kept exactly; look at pairs further apart than W."
+        )
+    return _all(
+        grade_value(float(rel[i + p, j + p] != rel[i, j]), 1.0, what="the change of rel"),
+    )
