@@ -11,21 +11,22 @@ the table and score error against transformers) and :func:`frequency_switch_erro
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 import numpy as np
 
 from ._checks import as_inv_freq, as_positions
-from .numerics import round_to
 from .pipelines import (
     PRECISIONS,
     ggml_cos_sin,
     ggml_yarn_corr_dims,
     mlx_cos_sin,
+    spec_mlx_arguments,
+    spec_vllm_arguments,
     vllm_cos_sin,
 )
 from .rotary import reference_rotation
-from .scaling import ROPE_SCALINGS
 
 __all__ = [
     "ENGINE_PRECISIONS",
@@ -120,38 +121,46 @@ def _scores(cos, sin, seed: int = 0) -> np.ndarray:
     return np.einsum("vmd,vnd->vmn", _rotated(q, cos, sin), _rotated(k, cos, sin))
 
 
-# Model families whose vLLM code renames YaRN to deepseek_yarn (mscale and mscale_all_dim kept).
-_VLLM_DEEPSEEK_YARN = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2"})
-
-
-def _yarn_engine_params(params: Mapping, engine: str, model_type=None) -> tuple[dict, list]:
-    """YaRN parameters as the engine reads them, and notes on what it drops."""
-    p, notes = dict(params), []
-    if engine == "vllm" and model_type in _VLLM_DEEPSEEK_YARN:
-        return p, ["deepseek_yarn: mscale and mscale_all_dim are kept"]
-    if engine == "mlx-lm":
-        if p.get("attention_factor") is not None:
-            notes.append("attention_factor is ignored (A from mscale / mscale_all_dim only)")
-        p["attention_factor"] = None
-        p.setdefault("mscale", 1.0)
-        p.setdefault("mscale_all_dim", 0.0)
-    if engine == "vllm" and (p.get("attention_factor") is not None or p.get("mscale")):
-        notes.append("attention_factor, mscale and mscale_all_dim are not forwarded by get_rope")
-        p.update(attention_factor=None, mscale=None, mscale_all_dim=None)
-    if p.get("truncate") is False and engine in ("mlx-lm", "llama.cpp"):
+def _yarn_notes(params: Mapping, engine: str) -> list[str]:
+    """What the engine does not read of a YaRN config (vLLM 0.33 forwards every key)."""
+    notes = []
+    if engine == "mlx-lm" and params.get("attention_factor") is not None:
+        notes.append("attention_factor is ignored (A from mscale / mscale_all_dim only)")
+    if engine == "llama.cpp" and params.get("attention_factor") is not None:
+        notes.append("attention_factor is recomputed at load time (the GGUF's value is unused)")
+    if params.get("truncate") is False and engine in ("mlx-lm", "llama.cpp"):
         notes.append("truncate: false is ignored (the correction range is always rounded)")
-        p["truncate"] = True
-    return p, notes
+    return notes
 
 
 _SOURCES = {
     "llama.cpp": "llama.cpp convert_hf_to_gguf.py, src/llama-context.cpp and ggml's CPU rope "
     "(kernel tested live with ggml-python 0.0.45)",
-    "vllm": "vLLM model_executor/layers/rotary_embedding (get_rope's YaRN key whitelist, "
-    "static dynamic-NTK cache, LongRoPE by max_model_len, cache cast to the model dtype)",
-    "mlx-lm": "mlx-lm models/rope_utils.py (YarnRoPE, SuScaledRoPE always long) on "
+    "vllm": "vLLM 0.33.0 model_executor/layers/rotary_embedding (get_rope's YaRN keys, static "
+    "dynamic-NTK cache, LongRoPE by max_model_len, cache cast to the model dtype; cache "
+    "construction tested live from the wheel's sources)",
+    "mlx-lm": "mlx-lm 0.32.2 models/rope_utils.py (YarnRoPE, SuScaledRoPE always long) on "
     "mx.fast.rope (tested live with mlx 0.32.4)",
 }
+_POLICIES = {
+    "longrope": {
+        "vllm": "long factors for every token when max_model_len > original",
+        "mlx-lm": "always the long factors",
+        "llama.cpp": "factor set chosen by the allocated context",
+    },
+    "dynamic": {
+        "vllm": "one static base at the served length",
+        "mlx-lm": "recomputed per call from max(T + offset, L), no reset",
+        "llama.cpp": "not supported: runs the unscaled base",
+    },
+}
+# How each engine names the spec's pairing (in the transformers weight layout).
+_PAIRING_NAMES = {
+    "vllm": {"half": "NEOX", "interleaved": "GPT-J"},
+    "mlx-lm": {"half": "traditional=False", "interleaved": "traditional=True"},
+}
+# The registry precision and argument mapping of each engine whose tables come from the spec.
+_ENGINE_PIPELINES = {"vllm": spec_vllm_arguments, "mlx-lm": spec_mlx_arguments}
 
 
 def _full_spec(config, seq_len):
@@ -160,31 +169,27 @@ def _full_spec(config, seq_len):
     return _full_and_local(config, seq_len=seq_len)[0]
 
 
-def _engine_spec(spec, engine: str, max_position: int, model_type=None):
-    """(exact frequencies, attention factor, notes, policy) as the engine reads the config."""
-    p, notes, policy = dict(spec.params), [], "frequencies do not depend on the length"
-    if spec.rope_type == "yarn":
-        p, notes = _yarn_engine_params(p, engine, model_type)
-    kw = {"dim": spec.rotary_dim, "base": spec.base, **p}
-    if spec.rope_type == "longrope":
-        orig = int(p["original_max_position"])
-        long = {"vllm": max_position > orig, "mlx-lm": True}.get(engine, max_position > orig)
-        kw["seq_len"] = orig + 1 if long else orig
-        policy = {
-            "vllm": "long factors for every token when max_model_len > original",
-            "mlx-lm": "always the long factors",
-            "llama.cpp": "factor set chosen by the allocated context",
-        }[engine]
-    elif spec.rope_type == "dynamic":
-        kw["seq_len"] = max_position
-        policy = {
-            "vllm": "one static base at the served length",
-            "mlx-lm": "recomputed per call from max(T + offset, L), no reset",
-            "llama.cpp": "not supported: runs the unscaled base",
-        }[engine]
-    method = ROPE_SCALINGS[spec.rope_type]
-    out = method(**{k: v for k, v in kw.items() if k in method.parameters})
-    return out.inv_freq, out.attention_scaling, notes, policy
+def _llamacpp_tables(config, spec, pos, max_pos):
+    """ggml's tables with the arguments llama.cpp derives from the converted config."""
+    from .gguf import GgufRope, gguf_rope_metadata, llamacpp_rope_parameters
+
+    meta = gguf_rope_metadata(config)
+    keys = {**meta["keys"], f"{meta['arch']}.attention.key_length": spec.dim}
+    rope = GgufRope("<converted>", meta["arch"], keys, meta["tensors"])
+    c, s = ggml_cos_sin(pos, **llamacpp_rope_parameters(rope, seq_len=max_pos))
+    return c, s, float(c[0, 0]), (rope.mode or "unknown").upper()
+
+
+def _pipeline_tables(spec, engine: str, pos, model_dtype: str):
+    """(cos, sin, attention factor) from the registry precision, or NaNs and the reason."""
+    name = f"vllm-{model_dtype}" if engine == "vllm" else "mlx-float32"
+    try:
+        factor = float(_ENGINE_PIPELINES[engine](spec)[1])
+        c, s = spec.cos_sin(pos, precision=name)
+    except ValueError as exc:  # the engine cannot run this spec: say why, compute nothing
+        nan = np.full((pos.shape[0], spec.rotary_dim // 2), np.nan)
+        return nan, nan, math.nan, str(exc)
+    return c, s, factor, None
 
 
 def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport]:
@@ -206,12 +211,15 @@ def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport
 
     Notes
     -----
-    The semantics come from the engines' sources as summarised in each report's ``source``;
-    llama.cpp's and MLX's arithmetic is the one tested live in ``tests/engines``. vLLM's is
-    emulated (its package pins a CUDA build of torch and does not install here).
+    The semantics come from the engines' sources as summarised in each report's ``source``.
+    vLLM's and MLX-LM's tables are the spec's ``"vllm-<dtype>"`` and ``"mlx-float32"``
+    precisions (:mod:`refimpl.pipelines`), llama.cpp's are ggml's with the arguments of the
+    converted GGUF; all three are tested against the live engines (or, for vLLM, its own cache
+    construction) in ``tests/engines``. Where an engine cannot run the config (no such method,
+    another frequency set for the length), its report has NaN factor and errors and the reason
+    in ``notes``.
     """
     from .config import load_config
-    from .gguf import GgufRope, gguf_rope_metadata, llamacpp_rope_parameters
 
     cfg, _ = load_config(config)
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
@@ -223,22 +231,16 @@ def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport
     model_dtype = dtype or _model_dtype(cfg)
     reports = []
     for engine in ("llama.cpp", "vllm", "mlx-lm"):
-        inv, factor, notes, policy = _engine_spec(spec, engine, max_pos, text.get("model_type"))
+        notes = _yarn_notes(spec.params, engine) if spec.rope_type == "yarn" else []
+        policy = _POLICIES.get(spec.rope_type, {}).get(
+            engine, "frequencies do not depend on the length"
+        )
         if engine == "llama.cpp":
-            meta = gguf_rope_metadata(config)
-            keys = {**meta["keys"], f"{meta['arch']}.attention.key_length": spec.dim}
-            rope = GgufRope("<converted>", meta["arch"], keys, meta["tensors"])
-            args = llamacpp_rope_parameters(rope, seq_len=max_pos)
-            c, s = ggml_cos_sin(pos, **args)
-            factor = float(c[0, 0])
-            mode = (rope.mode or "unknown").upper()
-        elif engine == "vllm":
-            c, s = _vllm_tables(pos, inv, factor, model_dtype)
-            mode = "NEOX" if spec.pairing == "half" else "GPT-J"
+            c, s, factor, mode = _llamacpp_tables(config, spec, pos, max_pos)
         else:
-            c, s = mlx_cos_sin(pos, dims=spec.rotary_dim, freqs=_periods(inv))
-            c, s = c * _F32(factor), s * _F32(factor)
-            mode = "traditional=False" if spec.pairing == "half" else "traditional=True"
+            c, s, factor, refused = _pipeline_tables(spec, engine, pos, model_dtype)
+            notes += [refused] if refused else []
+            mode = _PAIRING_NAMES[engine][spec.pairing]
         err = float(max(np.abs(c - ref_c).max(), np.abs(s - ref_s).max()))
         score = float(np.abs(_scores(c, s) - ref_scores).max())
         ramp = bool(spec.params.get("truncate", True)) if spec.rope_type == "yarn" else None
@@ -260,19 +262,6 @@ def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport
             )
         )
     return reports
-
-
-def _periods(inv: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), np.inf)
-
-
-def _vllm_tables(pos, inv, factor, dtype):
-    c, s = vllm_cos_sin(pos, rotary_dim=2 * inv.shape[0], inv_freq=inv.astype(_F32))
-    c, s = c * _F32(factor), s * _F32(factor)  # mscale applied in float32, then the cast
-    if dtype != "float32":
-        c, s = round_to(c, dtype).astype(_F32), round_to(s, dtype).astype(_F32)
-    return c, s
 
 
 def _model_dtype(cfg: Mapping) -> str:

@@ -18,7 +18,9 @@ such a pair drifts by at most ``position * 4 ulp(theta)``, the stated bound, and
 are bit-identical.
 """
 
+import glob
 import importlib
+import json
 import logging
 import os
 import sys
@@ -28,6 +30,7 @@ import numpy as np
 import pytest
 
 from refimpl import rope_from_config
+from refimpl.gguf import _full_and_local
 from refimpl.numerics import round_to
 
 pytestmark = pytest.mark.engines
@@ -95,17 +98,32 @@ class _VllmConfig:
 _MAX_MODEL_LEN = {"value": 4096}
 
 
+class _Anything:
+    """Stand-in for triton and triton.language: its kernels are defined, never run here."""
+
+    def __getattr__(self, name):
+        return _Anything()
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]  # @triton.jit
+        return lambda fn: fn  # @triton.jit(...)
+
+
 def _load():
-    """vLLM's rotary modules from the unpacked files, vLLM's internals stubbed (once)."""
-    if PKG + ".base" in sys.modules:
+    """vLLM's rotary package from the unpacked files, vLLM's internals stubbed (once)."""
+    if PKG in sys.modules:
         return sys.modules
     platform = types.SimpleNamespace(is_cpu=lambda: True, is_cuda=lambda: False)
+    layers = os.path.dirname(FILES)
     stubs = {
         "vllm": _stub("vllm", __path__=[]),
         "vllm.logger": _stub("vllm.logger", init_logger=_init_logger),
         "vllm.model_executor": _stub("vllm.model_executor", __path__=[]),
-        "vllm.model_executor.layers": _stub("vllm.model_executor.layers", __path__=[]),
-        "vllm.model_executor.custom_op": _stub("vllm.model_executor.custom_op", CustomOp=_CustomOp),
+        "vllm.model_executor.layers": _stub("vllm.model_executor.layers", __path__=[layers]),
+        "vllm.model_executor.custom_op": _stub(
+            "vllm.model_executor.custom_op", CustomOp=_CustomOp, PluggableLayer=_CustomOp
+        ),
         "vllm._aiter_ops": _stub(
             "vllm._aiter_ops",
             rocm_aiter_ops=types.SimpleNamespace(is_triton_rotary_embed_enabled=lambda: False),
@@ -113,18 +131,27 @@ def _load():
         "vllm.platforms": _stub("vllm.platforms", current_platform=platform),
         "vllm.utils": _stub("vllm.utils", __path__=[]),
         "vllm.utils.torch_utils": _stub(
-            "vllm.utils.torch_utils", direct_register_custom_op=lambda *a, **k: None
+            "vllm.utils.torch_utils",
+            direct_register_custom_op=lambda *a, **k: None,
+            async_tensor_h2d=lambda *a, **k: None,
+        ),
+        "vllm.utils.flashinfer": _stub("vllm.utils.flashinfer", has_flashinfer=lambda: False),
+        "vllm.triton_utils": _stub("vllm.triton_utils", triton=_Anything(), tl=_Anything()),
+        "vllm.distributed": _stub(
+            "vllm.distributed",
+            get_tensor_model_parallel_rank=lambda: 0,
+            get_tensor_model_parallel_world_size=lambda: 1,
         ),
         "vllm.config": _stub(
             "vllm.config", get_current_vllm_config=lambda: _VllmConfig(_MAX_MODEL_LEN["value"])
         ),
-        PKG: _stub(PKG, __path__=[FILES]),  # the package without its __init__ (which imports all)
     }
     for name, mod in stubs.items():
-        sys.modules.setdefault(name, mod)
-    for sub in ("common", "base", "linear_scaling_rope", "yarn_scaling_rope", "llama3_rope",
-                "dynamic_ntk_scaling_rope", "phi3_long_rope_scaled_rope"):  # fmt: skip
-        importlib.import_module(f"{PKG}.{sub}")
+        if name in sys.modules and not getattr(sys.modules[name], "_refimpl_stub", False):
+            pytest.skip(f"a real {name} is importable; this test loads vLLM's files on their own")
+        mod._refimpl_stub = True
+        sys.modules[name] = mod
+    importlib.import_module(PKG)  # the package's own __init__ (get_rope and every class)
     return sys.modules
 
 
@@ -268,3 +295,71 @@ def test_the_cast_rounds_the_float32_cache():
     c32, _ = _cache(emb32, "float32")
     c16, _ = _cache(emb16, "bfloat16")
     np.testing.assert_array_equal(round_to(c32, "bfloat16").astype(F), c16)
+
+
+# ---------------------------------------------------------------------------------------------
+# Released configs through vLLM's own dispatch (get_rope) against the spec's vllm-* precisions.
+
+HERE = os.path.dirname(__file__)
+RELEASED = sorted(
+    f
+    for f in glob.glob(os.path.join(HERE, "..", "parity", "configs", "*.json"))
+    + glob.glob(os.path.join(HERE, "configs", "*.json"))
+    if ".handmade." not in f and ".transformers-defaults." not in f
+)
+
+
+# Cache rows built for the released configs (their own length when it picks the frequencies).
+SERVED = 32768
+
+
+def _rope_parameters(path, spec):
+    """``config.rope_parameters`` as vLLM's config loader hands it to get_rope."""
+    with open(path) as fh:
+        cfg = json.load(fh)
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    rope = text.get("rope_parameters") or text.get("rope_scaling") or {}
+    rope = dict(rope.get("full_attention", rope))  # per-layer-type parameters (Gemma 3)
+    if "type" in rope:
+        rope.setdefault("rope_type", rope.pop("type"))
+    rope.setdefault("rope_type", "default")
+    orig = text.get("original_max_position_embeddings")
+    if orig and rope["rope_type"] != "default":
+        rope.setdefault("original_max_position_embeddings", orig)
+    rope["rope_theta"] = spec.base
+    rope["partial_rotary_factor"] = spec.rotary_dim / spec.dim
+    return rope, int(text.get("max_position_embeddings") or 4096)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("path", RELEASED, ids=os.path.basename)
+def test_released_configs_through_get_rope(path, dtype):
+    try:
+        spec = _full_and_local(path)[0]
+    except ValueError as exc:  # a config the package refuses (tested elsewhere)
+        pytest.skip(f"{os.path.basename(path)}: {exc}")
+    rope, max_pos = _rope_parameters(path, spec)
+    _MAX_MODEL_LEN["value"] = max_pos
+    get_rope = _load()[PKG].get_rope
+    # the cache's length only truncates it, except where it picks the frequencies
+    served = max_pos if rope["rope_type"] in ("longrope", "dynamic") else min(max_pos, SERVED)
+    try:
+        emb = get_rope(spec.dim, served, spec.pairing == "half", rope, DTYPES[dtype])
+    except (ValueError, KeyError) as exc:
+        pytest.skip(f"vLLM's get_rope refuses {rope['rope_type']!r}: {exc!r}")
+    rows = emb.cos_sin_cache.shape[0]
+    limit = min(rows, spec._position_limit() or rows)
+    pos = np.unique(np.r_[0, np.geomspace(1, limit - 1, 300).astype(int)])
+    c, c_live = _compare(spec, emb, dtype, pos)
+    assert c_live[0, 0] == c[0, 0]  # the same magnitude (attention factor) in the cache
+
+
+def test_get_rope_keeps_an_explicit_yarn_attention_factor():
+    rope = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+            "original_max_position_embeddings": 8192, "attention_factor": 1.0}  # fmt: skip
+    emb = _load()[PKG].get_rope(128, 32768, True, rope, torch.float32)
+    spec = rope_from_config(
+        {"head_dim": 128, "max_position_embeddings": 32768, "rope_parameters": rope}
+    )  # hand-made
+    c, c_live = _compare(spec, emb, "float32", np.r_[0, POS])
+    assert float(c_live[0, 0]) == float(c[0, 0]) == 1.0  # not 1 + 0.1 ln 4
