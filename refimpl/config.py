@@ -367,9 +367,10 @@ class RopeSpec:
             computed in float64, bit-identical to ``x1 c - x2 s``, ``x1 s + x2 c``). Any
             other: ``x`` rounded to the precision's format, that precision's tables, and the
             rotation ``x1 c - x2 s``, ``x2 c + x1 s`` with every product and sum rounded to
-            the format (float32 for transformers, ggml and MLX, as their float32 kernels
-            compute it without fused multiply-adds; bfloat16/float16 for vLLM's model-dtype
-            forward), returned as float32 (1-D positions, no position keywords).
+            the format, returned as float32 (1-D positions, no position keywords): float32
+            for transformers, ggml, MLX and ``"vllm-float32"`` (a kernel that fuses the
+            multiply-adds differs in the last bit), bfloat16/float16 for the other vLLM
+            names, as vLLM's ``forward_native`` rotates in the model dtype.
         **position_keywords
             ``offsets``, ``cu_seqlens``, ``cp_rank``, ``cp_size``, ``inverse``: forwarded to
             :func:`refimpl.rotary.apply_rope_tables` (the tables then cover positions

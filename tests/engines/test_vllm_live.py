@@ -3,12 +3,13 @@
 vLLM's wheel pins a CUDA build of torch (``torch==2.14.0``) and does not install here. ``make
 vllm-rotary`` (a prerequisite of ``make test-engines``) downloads the pinned wheel without its
 dependencies into the wheel cache and unpacks only
-``vllm/model_executor/layers/rotary_embedding/*.py``; this test loads those files on the CPU
-torch of the parity extra with vLLM's internal imports (logger, CustomOp, platform, custom-op
-registration, the current vLLM config) replaced by minimal stand-ins, and runs vLLM's own
-``_compute_inv_freq`` / ``_compute_cos_sin_cache`` of ``RotaryEmbedding``, the linear, YaRN,
-Llama 3, dynamic NTK and LongRoPE classes. It skips, with that reason, when the unpacked
-sources or torch are absent.
+``vllm/model_executor/layers/rotary_embedding/*.py``. This test imports that package (its own
+``__init__`` with ``get_rope`` and every class) on the CPU torch of the parity extra, with
+vLLM's internal modules (logger, CustomOp, platform, custom-op registration, triton, tensor
+parallelism, the current vLLM config) replaced by minimal stand-ins, and runs vLLM's own cache
+construction: ``get_rope`` on every released config, and ``RotaryEmbedding``, the linear,
+YaRN, Llama 3, dynamic NTK and LongRoPE classes directly. It skips, with that reason, when the
+unpacked sources or torch are absent.
 
 What is compared: vLLM's float32 cache (then cast to bfloat16/float16 as ``cache.to(dtype)``)
 row by row with ``spec.cos_sin(positions, precision="vllm-...")``. The frequencies differ where
@@ -18,6 +19,7 @@ such a pair drifts by at most ``position * 4 ulp(theta)``, the stated bound, and
 are bit-identical.
 """
 
+import dataclasses
 import glob
 import importlib
 import json
@@ -363,3 +365,27 @@ def test_get_rope_keeps_an_explicit_yarn_attention_factor():
     )  # hand-made
     c, c_live = _compare(spec, emb, "float32", np.r_[0, POS])
     assert float(c_live[0, 0]) == float(c[0, 0]) == 1.0  # not 1 + 0.1 ln 4
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+def test_apply_is_vllms_forward_native(dtype, pairing):
+    spec = rope_from_config({"head_dim": 64, "rope_theta": 1e4, "partial_rotary_factor": 0.5})
+    if pairing == "interleaved":
+        spec = dataclasses.replace(spec, pairing="interleaved")
+    emb = _vllm("base.RotaryEmbedding", 64, 32, 8192, 1e4, pairing == "half", DTYPES[dtype])
+    pos = np.r_[0, POS]
+    x = np.random.default_rng(0).normal(size=(pos.shape[0], 64)).astype(F)
+    xr = round_to(x, dtype).astype(F) if dtype != "float32" else x
+    query = torch.from_numpy(xr).to(DTYPES[dtype])
+    live, _ = emb.forward_native(torch.from_numpy(pos), query, None)
+    got = spec.apply(x, pos, precision=f"vllm-{dtype}")
+    (c_live, s_live), (c, s) = _cache(emb, dtype), spec.cos_sin(pos, precision=f"vllm-{dtype}")
+    same = (c_live[pos] == c) & (s_live[pos] == s)  # pairs whose cache entries agree bit for bit
+    assert same.mean() > 0.5
+    i1, i2 = (np.arange(16), np.arange(16, 32)) if pairing == "half" else (
+        np.arange(0, 32, 2), np.arange(1, 32, 2))  # fmt: skip
+    live = live.float().numpy()
+    for idx in (i1, i2):  # those pairs' outputs are vLLM's bit for bit, in the model dtype
+        np.testing.assert_array_equal(got[:, idx][same], live[:, idx][same])
+    np.testing.assert_array_equal(got[:, 32:], live[:, 32:])  # pass-through features
