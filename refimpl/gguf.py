@@ -173,6 +173,11 @@ _LLAMA3_CONVERTER_ORIGINAL = 8192
 # Architectures whose every 4th layer has no RoPE in llama.cpp (n_no_rope_layer_step = 4).
 _NO_ROPE_EVERY_4TH = frozenset({"llama4", "smollm3"})
 _NO_ROPE_STEP = 4
+# Hybrids with linear-attention (recurrent, no RoPE) layers: attention.recurrent_layers when the
+# file has it, else all but every full_attention_interval-th layer (src/models/qwen3next.cpp,
+# qwen35.cpp: is_recr_impl[i] = (i + 1) % interval != 0, interval 4 when absent).
+_LINEAR_ATTENTION_ARCHS = frozenset({"qwen3next", "qwen35", "qwen35moe"})
+_FULL_ATTENTION_INTERVAL = 4
 # float32 storage of a float key: values agree when within a few float32 rounding errors.
 _F32_AGREE = 4 * 2.0**-24
 _GGUF_TO_HF_TYPE = {"none": "default", "linear": "linear", "yarn": "yarn", "longrope": "longrope"}
@@ -233,6 +238,8 @@ _OTHER_KEYS = (
     "attention.head_count",
     "block_count",
     "attention.sliding_window_pattern",
+    "full_attention_interval",
+    "attention.recurrent_layers",
 )
 
 
@@ -565,6 +572,10 @@ def gguf_rope_metadata(config) -> dict:
     _scaling_keys(spec, arch, text, keys, tensors)
     if spec.mrope_section is not None:
         keys[f"{arch}.rope.dimension_sections"] = [*spec.mrope_section, 0]
+    if arch in _LINEAR_ATTENTION_ARCHS:  # qwen.py: add_full_attention_interval(..., 4)
+        keys[f"{arch}.full_attention_interval"] = int(
+            text.get("full_attention_interval") or _FULL_ATTENTION_INTERVAL
+        )
     if local is not None and local.base != spec.base:
         keys[f"{arch}.rope.freq_base_swa"] = local.base
     return {"arch": arch, "keys": keys, "tensors": tensors}
@@ -824,6 +835,17 @@ def _sliding_layers(rope: GgufRope, n_layers: int) -> list[bool] | None:
     return None
 
 
+def _linear_layers(rope: GgufRope, n_layers: int) -> list[bool] | None:
+    """Which layers are linear attention (no RoPE) in llama.cpp, for the hybrid archs."""
+    if rope.arch not in _LINEAR_ATTENTION_ARCHS:
+        return None
+    flags = rope.get("attention.recurrent_layers")
+    if isinstance(flags, list) and len(flags) == n_layers:
+        return [bool(v) for v in flags]
+    interval = int(rope.get("full_attention_interval", _FULL_ATTENTION_INTERVAL))
+    return [(i + 1) % interval != 0 for i in range(n_layers)]
+
+
 def gguf_schedule(path, *, seq_len: int | None = None) -> RopeSchedule:
     """The per-layer RoPE llama.cpp runs for a GGUF file.
 
@@ -839,7 +861,9 @@ def gguf_schedule(path, *, seq_len: int | None = None) -> RopeSchedule:
         One :class:`~refimpl.config.LayerRope` per block (``{arch}.block_count``); sliding
         layers (``attention.sliding_window_pattern`` with ``rope.freq_base_swa``) get their
         own spec; llama.cpp's every-4th-layer NoPE rule for Llama 4 and SmolLM3 gives
-        ``spec=None`` there.
+        ``spec=None`` there, and so do the linear-attention layers of Qwen3-Next and Qwen3.5
+        (``attention.recurrent_layers``, else all but every ``full_attention_interval``-th
+        layer, 4 when the key is absent).
     """
     rope = read_gguf_rope(path)
     notes = [f"read from GGUF: architecture {rope.arch}"]
@@ -854,10 +878,13 @@ def gguf_schedule(path, *, seq_len: int | None = None) -> RopeSchedule:
     if has_swa and sliding is None:
         notes.append("rope.freq_base_swa is set but no sliding_window_pattern says which layers")
     local = rope_from_gguf(path, layer_type="sliding_attention") if sliding else None
+    linear = _linear_layers(rope, n_layers)
     layers = []
     for i in range(n_layers):
         if rope.arch in _NO_ROPE_EVERY_4TH and (i + 1) % _NO_ROPE_STEP == 0:
             layers.append(LayerRope(i, "full_attention", None))
+        elif linear and linear[i]:
+            layers.append(LayerRope(i, "linear_attention", None))
         elif sliding and sliding[i]:
             layers.append(LayerRope(i, "sliding_attention", local))
         else:

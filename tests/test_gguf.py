@@ -429,3 +429,22 @@ def test_mrope_layouts_match_ggml_rope_multi(tmp_path, cfg, mode):
         c_live, s_live = _ggml_rope_multi(text, 128, sections, mode, g.base)
         np.testing.assert_array_equal(c_live[:, [61, 62]], 1.0)
         np.testing.assert_array_equal(s_live[:, [61, 62]], 0.0)
+
+
+def test_qwen3_next_linear_attention_layers_have_no_rope(tmp_path):
+    """llama.cpp's recurrent layers: the interval the converter writes, or an explicit list."""
+    from refimpl.config import rope_schedule
+    from refimpl.gguf import gguf_schedule
+
+    cfg = PARITY / "qwen3-next.transformers-defaults.json"  # class defaults (labelled)
+    meta = gguf_rope_metadata(cfg)
+    assert meta["keys"]["qwen3next.full_attention_interval"] == 4
+    meta["keys"]["qwen3next.block_count"] = 8
+    path = write_gguf(tmp_path / "n.gguf", meta, head_dim=rope_from_config(cfg).dim)
+    got = [(layer.layer_type, layer.spec is None) for layer in gguf_schedule(path)]
+    want = [(layer.layer_type, layer.spec is None) for layer in rope_schedule(cfg)][:8]
+    assert got == want == ([("linear_attention", True)] * 3 + [("full_attention", False)]) * 2
+    explicit = [True, False] * 4  # attention.recurrent_layers wins over the interval
+    meta["keys"]["qwen3next.attention.recurrent_layers"] = explicit
+    path = write_gguf(tmp_path / "e.gguf", meta, head_dim=rope_from_config(cfg).dim)
+    assert [layer.spec is None for layer in gguf_schedule(path)] == explicit
