@@ -134,6 +134,9 @@ FAMILIES = {
         "HunYuanDenseV1RotaryEmbedding",
         "HunYuanDenseV1Attention",
     ),
+    "ernie4_5": Family(
+        "ernie4_5", "Ernie4_5Config", "Ernie4_5RotaryEmbedding", "Ernie4_5Attention"
+    ),
     "gpt_oss": Family("gpt_oss", "GptOssConfig", "GptOssRotaryEmbedding", "GptOssAttention"),
     "gptj": Family(
         "gptj",

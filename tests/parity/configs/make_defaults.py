@@ -33,6 +33,7 @@ DEFAULTS = {
     "qwen3-next": "Qwen3NextConfig",
     "exaone4": "Exaone4Config",
     "hunyuan-v1-dense": "HunYuanDenseV1Config",
+    "ernie4.5": "Ernie4_5Config",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
