@@ -2,15 +2,19 @@
 
 Each entry has the shape of the entries of :mod:`tools.workbook.checks` (``_add(label, stub,
 how, hint)`` decorating a grader of the notebook namespace) and registers itself into the same
-``CHECKS`` table when this module is imported (``checks.py`` imports it at its end, after its
-helpers are defined).
-"""
+``CHECKS`` table. Two ways to load it, both supported:
 
-from __future__ import annotations
+* imported as ``tools.workbook.checks_beyond`` (e.g. from the end of ``checks.py``, after its
+  helpers are defined): the helpers come from ``.checks``;
+* its text appended to ``checks.py`` (the workbook ships one ``workbook_checks.py``): the
+  helpers are already defined, so nothing is imported (this file has no ``__future__``
+  import for that reason).
+"""
 
 import numpy as np
 
-from .checks import _add, _all, _failed, _int, grade_value
+if __package__:  # imported as a module of tools.workbook, not appended to checks.py
+    from .checks import _add, _all, _failed, _int, grade_value
 
 # --- beyond-fope ---------------------------------------------------------------------------
 
