@@ -30,6 +30,9 @@ Where an engine cannot run a spec — it has no such scaling method, or its leng
 another frequency set than the spec's length does (MLX's LongRoPE always uses the long
 factors, vLLM's its ``max_position``-based choice, vLLM's dynamic NTK is built once) — the
 precision raises ValueError naming itself and the reason, rather than return another RoPE.
+M-RoPE specs are accepted: on 1-D (text) positions every axis sees the same position, so
+ggml's sectioned frequencies, vLLM's ``MRotaryEmbedding`` and mlx-lm (which runs ``mrope`` as
+plain RoPE) all reduce to these tables.
 
 Floor 3: imports only the definitions, ``scaling`` and ``numerics``. A spec is read through
 its attributes (``rotary_dim``, ``base``, ``rope_type``, ``params``, ``inv_freq``,
