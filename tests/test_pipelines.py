@@ -311,3 +311,15 @@ def test_the_checker_reports_each_precisions_class(name):
     report = check_rope(lambda x, p: spec.apply(x, p, precision=name), dim=64)
     assert report.precision == TABLE_PRECISION_CLASSES[name]
     assert report.base == pytest.approx(1e4, rel=1e-6) and report.pairing == "half"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mrope_specs_on_text_positions_are_plain_rope_in_every_precision(name):
+    path = os.path.join(HERE, "parity", "configs", "qwen2.5-vl-text.handmade.json")
+    spec = _full_spec(path)  # a hand-made config (see that folder's SOURCES.md)
+    assert spec.mrope_section is not None
+    plain = dataclasses.replace(spec, mrope_section=None, mrope_layout=None)
+    pos = np.arange(0, 30000, 7)
+    got, want = spec.cos_sin(pos, precision=name), plain.cos_sin(pos, precision=name)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
