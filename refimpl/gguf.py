@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .config import LayerRope, RopeSchedule, RopeSpec, load_config
-from .multiaxis import MROPE_LAYOUTS, mrope_axis_of_pair
+from .multiaxis import mrope_axis_of_pair
 from .scaling import ROPE_SCALINGS
 
 __all__ = [
@@ -103,12 +103,8 @@ ARCH_ROPE_MODES = {
 _MROPE_IF_SECTIONS = frozenset({"glm4", "glm4moe"})
 _MROPE_REQUIRED = frozenset({"qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"})
 # llama.cpp's M-RoPE rope types -> refimpl's section layouts (refimpl.multiaxis); "imrope" is
-# ggml's own sector rule, "interleaved" (transformers' Qwen3-VL rule) stands in for it where
-# the multiaxis module has no "imrope" layout.
-_MROPE_LAYOUT_OF_MODE = {
-    "mrope": "blocked",
-    "imrope": "imrope" if "imrope" in MROPE_LAYOUTS else "interleaved",
-}
+# ggml's own sector rule, not transformers' "interleaved".
+_MROPE_LAYOUT_OF_MODE = {"mrope": "blocked", "imrope": "imrope"}
 # Architectures whose converter permutes q/k rows to NEOX order for M-RoPE (glm.py).
 _MROPE_PERMUTED_ARCHS = frozenset({"glm4", "glm4moe"})
 # transformers model_type -> the GGUF architecture llama.cpp's converter writes for it.
@@ -463,23 +459,13 @@ def _mrope_fields(rope: GgufRope, mode: str, n_dims: int):
         )
     layout = _MROPE_LAYOUT_OF_MODE[mode]
     notes = [f"M-RoPE sections {list(section)} laid out {layout} (llama.cpp {mode.upper()})"]
-    if layout != "imrope" and mode == "imrope":
-        notes.append("ggml's IMROPE sector rule is read as transformers' interleaved layout")
-    extra = _extra_row_pairs(section) if mode == "imrope" else []
+    extra = np.flatnonzero(mrope_axis_of_pair(section, layout) == 3).tolist()
     if extra:
         notes.append(
             f"pairs {extra} follow the extra position row, which llama.cpp sets to 0 for "
             "text tokens: they are not rotated for text"
         )
     return section, layout, tuple(notes)
-
-
-def _extra_row_pairs(section) -> list[int]:
-    """Pairs ggml's IMROPE drives by the extra (fourth) position row (empty without the
-    multiaxis "imrope" layout)."""
-    if "imrope" not in MROPE_LAYOUTS:
-        return []
-    return np.flatnonzero(mrope_axis_of_pair(section, "imrope") == 3).tolist()
 
 
 def _spec_method(rope: GgufRope, args: dict) -> tuple[str, dict]:
