@@ -538,6 +538,7 @@ QUERY_SCALING = {
     "ministral3-3b-2512.json": ("position_ids", np.arange(0, 5 * 16384, 1000)),
     "llama4-text.handmade.json": ("sequence", np.arange(3 * 8192 + 5)),
     "llama4-scout-17b-16e.excerpt.json": ("sequence", np.arange(3 * 8192 + 5)),
+    "llama4-maverick-17b-128e.reduced.json": ("sequence", np.arange(3 * 8192 + 5)),
 }
 
 
