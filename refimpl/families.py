@@ -390,7 +390,7 @@ _RECORDS = (
     ),
     Family(
         "qwen3_vl",
-        ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3vl"),
+        ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3vl", "qwen3vlmoe"),
         mrope_layout="interleaved",
         mrope_section=(24, 20, 20),
         honours_partial=False,

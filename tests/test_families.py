@@ -97,6 +97,11 @@ def test_gguf_architecture_names_are_aliases():
         ("llama4", "llama4"),
         ("command-r", "cohere"),
         ("qwen3next", "qwen3_next"),
+        ("qwen2vl", "qwen2_vl"),  # llama.cpp's M-RoPE architectures
+        ("qwen3vl", "qwen3_vl"),
+        ("qwen3vlmoe", "qwen3_vl"),
+        ("qwen35", "qwen3_5"),
+        ("glm4moe", "glm4_moe"),
     ]:
         assert family_for(arch).name == name
     assert family_for("no_such_model") is None
