@@ -8,7 +8,7 @@ Modules
 -------
 encodings
     Positional encodings as plug-ins (NoPE, learned, sinusoidal, RoPE with registry scalings,
-    ALiBi, T5 bias, xPos).
+    ALiBi, T5 bias, xPos; partial rotary, p-RoPE, and per-layer hybrids).
 model
     The attention-only decoder, its backward pass and Adam.
 tasks
@@ -17,9 +17,12 @@ train
     Training and evaluation loops.
 gradcheck
     Finite-difference checks of the backward pass.
+analysis
+    What a trained model uses (attention by distance, position probes) and the exact
+    long-term decay of a frequency set.
 """
 
-from .encodings import ENCODINGS, PositionalEncoding, make_encoding
+from .encodings import ENCODINGS, VARIANTS, PositionalEncoding, make_encoding
 from .gradcheck import gradient_check
 from .model import Adam, ModelConfig, backward, cross_entropy, forward, init_params, loss_and_grads
 from .tasks import TASKS, accuracy, make_batch
@@ -28,6 +31,7 @@ from .train import TrainConfig, evaluate, train
 __all__ = [
     "ENCODINGS",
     "TASKS",
+    "VARIANTS",
     "Adam",
     "ModelConfig",
     "PositionalEncoding",

@@ -5,9 +5,13 @@ An encoding acts on the model through at most three hooks, each with its backwar
 * ``embedding(params, seq_len, d_model)`` -> ``(seq, d_model)`` added to the token embeddings
   (learned absolute, sinusoidal);
 * ``rotate(q, k, positions)`` -> ``(q', k')`` applied to queries and keys of every head
-  (RoPE, xPos), with ``rotate_backward(dq', dk', positions) -> (dq, dk)``;
+  (RoPE, partial rotary, p-RoPE, xPos), with ``rotate_backward(dq', dk', positions) -> (dq, dk)``;
 * ``bias(params, seq_len)`` -> ``(n_heads, seq, seq)`` added to the attention logits
   (ALiBi, T5), with ``bias_grad(params, dbias, seq_len)``.
+
+A :class:`Hybrid` gives each layer its own encoding (RoPE on some layers, NoPE on others, as
+Llama 4 and SmolLM3 interleave them): the model asks ``encoding.layer(l)`` for the rotation and
+the bias of layer ``l``; every other encoding answers with itself.
 
 Trainable parameters of an encoding live in the model's parameter dictionary under keys that
 start with ``"pe."``, so that one Adam optimiser updates everything. RoPE's frequencies are
@@ -18,23 +22,35 @@ only replaces ``inv_freq`` and the attention scaling at evaluation, via
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._checks import check_base, check_choice, check_dim, check_positive, check_positive_int
+from .._checks import (
+    check_base,
+    check_choice,
+    check_dim,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+)
 from ..absolute import sinusoidal
 from ..bias import alibi_bias, alibi_slopes, t5_bias, t5_relative_position_bucket
-from ..rotary import apply_rope, inv_freq, pair_indices
-from ..scaling import ROPE_SCALINGS
+from ..rotary import apply_rope, apply_rope_tables, cos_sin, inv_freq, pair_indices
+from ..scaling import ROPE_SCALINGS, proportional_frequencies
 from ..xpos import apply_xpos, xpos_scale
 
 __all__ = [
     "ENCODINGS",
+    "VARIANTS",
     "ALiBi",
+    "Hybrid",
     "LearnedAbsolute",
     "NoPE",
+    "PartialRoPE",
     "PositionalEncoding",
+    "ProportionalRoPE",
     "RoPE",
     "Sinusoidal",
     "T5Bias",
@@ -51,6 +67,11 @@ class PositionalEncoding:
     """
 
     name = "none"
+    n_layers: int | None = None  # a fixed number of layers (Hybrid), or None: any model depth
+
+    def layer(self, index: int) -> PositionalEncoding:
+        """The encoding of layer ``index`` (itself, except for :class:`Hybrid`)."""
+        return self
 
     def init_params(self, rng: np.random.Generator, *, d_model: int, n_heads: int) -> dict:
         """Trainable arrays of the encoding (none by default)."""
@@ -157,50 +178,96 @@ class RoPE(PositionalEncoding):
         ``seq_len -> (inv_freq, attention_scaling)`` used instead of the training
         frequencies (set by :meth:`with_scaling`; a function of the length so that dynamic
         NTK can recompute them for each evaluation length).
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` features (partial rotary, :class:`PartialRoPE`);
+        default: the whole head.
+
+    Notes
+    -----
+    Frequencies equal to zero (p-RoPE, :class:`ProportionalRoPE`) leave their pair unchanged:
+    the rotation then uses tables with :math:`\cos = 1`, :math:`\sin = 0` on those pairs.
     """
 
     name = "rope"
 
     def __init__(
-        self, head_dim: int, base: float = 10000.0, frequencies: Frequencies | None = None
+        self,
+        head_dim: int,
+        base: float = 10000.0,
+        frequencies: Frequencies | None = None,
+        *,
+        rotary_dim: int | None = None,
     ):
         self.head_dim = check_dim(head_dim, "head_dim")
         self.base = check_base(base)
+        self.rotary_dim = (
+            self.head_dim if rotary_dim is None else check_dim(rotary_dim, "rotary_dim")
+        )
+        if self.rotary_dim > self.head_dim:
+            raise ValueError(
+                f"rotary_dim must be <= head_dim = {self.head_dim}, got {self.rotary_dim}"
+            )
         self.frequencies = frequencies
         self.scaling_name = "default"
         self.scaling_kwargs: dict = {}
 
+    def training_inv_freq(self) -> np.ndarray:
+        """Frequencies of training, ``(rotary_dim // 2,)``: :math:`b^{-2i/r}`, r = ``rotary_dim``.
+
+        Subclasses change this spectrum (:class:`ProportionalRoPE`).
+        """
+        return inv_freq(self.rotary_dim, self.base)
+
     def _freqs(self, seq_len: int):
         if self.frequencies is None:
-            return inv_freq(self.head_dim, self.base), 1.0
+            return self.training_inv_freq(), 1.0
         f, s = self.frequencies(seq_len)
         return np.asarray(f, dtype=np.float64), float(s)
 
+    def _rotate(self, x, positions, sign: float):
+        f, s = self._freqs(x.shape[-2])
+        pos = sign * np.asarray(positions, dtype=np.float64)
+        x = np.ascontiguousarray(x)  # same values; the kernel is faster on contiguous heads
+        if np.all(f > 0.0):
+            return apply_rope(x, pos, inv_freq=f, attention_scaling=s, rotary_dim=self.rotary_dim)
+        live = f > 0.0  # zero frequencies: cos 1 and sin 0 exactly, the pair passes through
+        c = np.ones((pos.shape[0], f.shape[0]))
+        sn = np.zeros((pos.shape[0], f.shape[0]))
+        if live.any():
+            c[:, live], sn[:, live] = cos_sin(pos, f[live])
+        return apply_rope_tables(x, s * c, s * sn)
+
     def rotate(self, q, k, positions):
-        f, s = self._freqs(q.shape[-2])
-        rq = apply_rope(q, positions, inv_freq=f, attention_scaling=s)  # [eq:exp-rope-forward]
-        rk = apply_rope(k, positions, inv_freq=f, attention_scaling=s)
-        return rq, rk
+        rq = self._rotate(q, positions, 1.0)  # [eq:exp-rope-forward]
+        return rq, self._rotate(k, positions, 1.0)
 
     def rotate_backward(self, dq, dk, positions):
-        f, s = self._freqs(dq.shape[-2])
-        neg = -np.asarray(positions, dtype=np.float64)
-        gq = apply_rope(dq, neg, inv_freq=f, attention_scaling=s)  # [eq:exp-rope-backward]
-        gk = apply_rope(dk, neg, inv_freq=f, attention_scaling=s)
-        return gq, gk
+        gq = self._rotate(dq, positions, -1.0)  # [eq:exp-rope-backward]
+        return gq, self._rotate(dk, positions, -1.0)
+
+    def _scaled(self, f: np.ndarray) -> np.ndarray:
+        """Frequencies of a scaling method as this encoding uses them (identity for RoPE)."""
+        return f
+
+    def _with(self, frequencies: Frequencies, name: str, kwargs: dict) -> RoPE:
+        out = copy.copy(self)
+        out.frequencies = frequencies
+        out.scaling_name = name
+        out.scaling_kwargs = kwargs
+        return out
 
     def with_scaling(self, method: str, **kwargs) -> RoPE:
         """The same encoding with a registry scaling applied (for evaluation).
 
         ``method`` is a key of :data:`refimpl.scaling.ROPE_SCALINGS`; ``kwargs`` are passed to
-        it with ``dim`` and ``base`` filled in. For ``"dynamic"`` the current sequence length
-        is passed as ``seq_len`` at every call. ``attention_scaling`` may be overridden with
-        ``attention_scaling=1.0`` to switch a method's temperature off.
+        it with ``dim`` (the rotary width) and ``base`` filled in. For ``"dynamic"`` the
+        current sequence length is passed as ``seq_len`` at every call. ``attention_scaling``
+        may be overridden with ``attention_scaling=1.0`` to switch a method's temperature off.
         """
         check_choice(method, "method", tuple(ROPE_SCALINGS))
         fn = ROPE_SCALINGS[method]
         override = kwargs.pop("attention_scaling", None)
-        dim, base = self.head_dim, self.base
+        dim, base = self.rotary_dim, self.base
         cache: dict = {}
 
         def frequencies(seq_len: int):
@@ -209,31 +276,89 @@ class RoPE(PositionalEncoding):
                 extra = {"seq_len": seq_len} if method == "dynamic" else {}
                 sf = fn(dim=dim, base=base, **kwargs, **extra)
                 s = sf.attention_scaling if override is None else override
-                cache[key] = (np.asarray(sf.inv_freq, dtype=np.float64), float(s))
+                f = self._scaled(np.asarray(sf.inv_freq, dtype=np.float64))
+                cache[key] = (f, float(s))
             return cache[key]
 
-        out = RoPE(self.head_dim, self.base, frequencies)
-        out.scaling_name = method
-        out.scaling_kwargs = dict(
-            kwargs, **({} if override is None else {"attention_scaling": override})
-        )
-        return out
+        extra = {} if override is None else {"attention_scaling": override}
+        return self._with(frequencies, method, dict(kwargs, **extra))
 
     def with_frequencies(self, inv_freq_new, attention_scaling: float = 1.0) -> RoPE:
         """The same encoding with explicit frequencies (for evaluation)."""
         f = np.asarray(inv_freq_new, dtype=np.float64)
-        if f.shape != (self.head_dim // 2,):
-            raise ValueError(f"inv_freq must have shape ({self.head_dim // 2},), got {f.shape}")
-        out = RoPE(self.head_dim, self.base, lambda seq_len: (f, attention_scaling))
-        out.scaling_name = "explicit"
-        return out
+        if f.shape != (self.rotary_dim // 2,):
+            raise ValueError(f"inv_freq must have shape ({self.rotary_dim // 2},), got {f.shape}")
+        return self._with(lambda seq_len: (f, attention_scaling), "explicit", {})
 
     def describe(self):
-        return {
+        out = {
             "name": self.name,
             "base": self.base,
             "scaling": self.scaling_name,
             "scaling_kwargs": {k: v for k, v in self.scaling_kwargs.items()},
+        }
+        if self.rotary_dim != self.head_dim:
+            out["rotary_dim"] = self.rotary_dim
+        return out
+
+
+class PartialRoPE(RoPE):
+    r"""Partial rotary: the first ``rotary_dim`` features rotate, the rest pass through.
+
+    The rotated block is a RoPE of width :math:`r` = ``rotary_dim`` (half pairing inside it,
+    pairs :math:`(i, i + r/2)`), with :math:`\theta_i = b^{-2i/r}`, :math:`i < r/2`: the
+    whole range of frequencies in fewer pairs (GPT-NeoX's ``rotary_pct``, transformers'
+    ``partial_rotary_factor``; book eq. ``exp-partial-rotary``). Features
+    :math:`r \le j < d` are never rotated.
+    """
+
+    name = "partial"
+
+    def __init__(self, head_dim: int, rotary_dim: int, base: float = 10000.0):
+        super().__init__(head_dim, base, rotary_dim=rotary_dim)
+
+    def training_inv_freq(self) -> np.ndarray:
+        return inv_freq(self.rotary_dim, self.base)  # [eq:exp-partial-rotary]
+
+
+class ProportionalRoPE(RoPE):
+    r"""p-RoPE (proportional RoPE): only the highest-frequency fraction of the pairs rotates.
+
+    With :math:`D` = ``head_dim`` and :math:`k = \lfloor p D / 2 \rfloor` (``proportion`` =
+    :math:`p`), :math:`\theta_i = b^{-2i/D}` for :math:`i < k` and :math:`\theta_i = 0` for
+    :math:`k \le i < D/2`: the record ``"proportional"`` of :data:`refimpl.scaling.ROPE_SCALINGS`
+    (book eq. ``models-proportional``). The exponent is over the whole head, so the rotating
+    pairs keep their RoPE frequencies and the lowest ones stop; half pairing over the whole
+    head, so the pairs :math:`(i, i + D/2)`, :math:`i \ge k`, pass through. A scaling method
+    (:meth:`with_scaling`) divides the rotating frequencies and leaves the others at zero, as
+    the record's ``factor`` does.
+    """
+
+    name = "p-rope"
+
+    def __init__(self, head_dim: int, proportion: float, base: float = 10000.0):
+        super().__init__(head_dim, base)
+        p = check_nonnegative(proportion, "proportion")
+        if p > 1.0:
+            raise ValueError(f"proportion must be in [0, 1], got {proportion}")
+        self.proportion = p
+        self.rotated_pairs = int(p * self.head_dim // 2)
+
+    def training_inv_freq(self) -> np.ndarray:
+        return proportional_frequencies(  # [eq:models-proportional]
+            dim=self.head_dim, base=self.base, partial_rotary_factor=self.proportion
+        ).inv_freq
+
+    def _scaled(self, f: np.ndarray) -> np.ndarray:
+        out = f.copy()
+        out[self.rotated_pairs :] = 0.0
+        return out
+
+    def describe(self):
+        return {
+            **super().describe(),
+            "proportion": self.proportion,
+            "rotated_pairs": self.rotated_pairs,
         }
 
 
@@ -388,18 +513,70 @@ class T5Bias(PositionalEncoding):
         }
 
 
+class Hybrid(PositionalEncoding):
+    r"""One encoding per layer: e.g. RoPE on some layers and NoPE on the others.
+
+    Layer :math:`l` of the model rotates its queries and keys (and adds its bias) with
+    ``layers[l]`` (book eq. ``exp-hybrid``), as Llama 4 (``no_rope_layers``) and SmolLM3
+    (``no_rope_layer_interval``) leave RoPE out of every fourth layer. The layers' encodings
+    act inside attention only: each must have no embedding (which is added once, below every
+    layer) and no trainable parameters (NoPE, RoPE and its variants, xPos, ALiBi).
+
+    Parameters
+    ----------
+    layers : sequence of PositionalEncoding
+        One per layer of the model (the model checks the count).
+    """
+
+    name = "hybrid"
+
+    def __init__(self, layers: Sequence[PositionalEncoding]):
+        layers = tuple(layers)
+        if not layers:
+            raise ValueError("layers must hold one encoding per layer, got none")
+        for i, enc in enumerate(layers):
+            if not isinstance(enc, PositionalEncoding) or isinstance(enc, Hybrid):
+                raise TypeError(
+                    f"layers[{i}] must be a PositionalEncoding other than Hybrid, "
+                    f"got {type(enc).__name__}"
+                )
+            cls = type(enc)
+            if (
+                cls.embedding is not PositionalEncoding.embedding
+                or cls.init_params is not PositionalEncoding.init_params
+            ):
+                raise ValueError(
+                    f"layers[{i}] ({enc.name}) must have no embedding and no trainable "
+                    "parameters (NoPE, RoPE and its variants, xPos, ALiBi)"
+                )
+        self.layers = layers
+        self.n_layers = len(layers)
+
+    def layer(self, index: int) -> PositionalEncoding:
+        return self.layers[index]
+
+    def describe(self):
+        return {"name": self.name, "layers": [enc.describe() for enc in self.layers]}
+
+
 ENCODINGS = ("nope", "learned", "sinusoidal", "rope", "alibi", "t5", "xpos")
+"""The seven encodings every experiment of length generalisation compares."""
+VARIANTS = ("partial", "p-rope", "hybrid")
+"""Further names :func:`make_encoding` builds: partial rotary, p-RoPE, per-layer encodings."""
 
 
 def make_encoding(name: str, *, head_dim: int, max_len: int, **kwargs) -> PositionalEncoding:
-    """Build an encoding plug-in by name (one of :data:`ENCODINGS`).
+    """Build an encoding plug-in by name (one of :data:`ENCODINGS` or :data:`VARIANTS`).
 
     Parameters
     ----------
     name : str
-        One of ``"nope", "learned", "sinusoidal", "rope", "alibi", "t5", "xpos"``.
+        One of ``"nope", "learned", "sinusoidal", "rope", "alibi", "t5", "xpos"``, or
+        ``"partial"`` (needs ``rotary_dim``), ``"p-rope"`` (needs ``proportion``),
+        ``"hybrid"`` (needs ``layers``, a sequence of names or encodings, one per layer;
+        the names are built by this function with the other keyword arguments).
     head_dim : int
-        Width of one attention head (RoPE, xPos).
+        Width of one attention head (RoPE and its variants, xPos).
     max_len : int
         Largest sequence length the model will see (learned table size).
     **kwargs
@@ -409,8 +586,29 @@ def make_encoding(name: str, *, head_dim: int, max_len: int, **kwargs) -> Positi
     --------
     >>> make_encoding("rope", head_dim=16, max_len=64, base=100.0).describe()["base"]
     100.0
+    >>> enc = make_encoding("hybrid", head_dim=16, max_len=64, layers=("rope", "nope"))
+    >>> [layer["name"] for layer in enc.describe()["layers"]]
+    ['rope', 'nope']
     """
-    check_choice(name, "name", ENCODINGS)
+    check_choice(name, "name", ENCODINGS + VARIANTS)
+    if name == "hybrid":
+        if "layers" not in kwargs:
+            raise ValueError("hybrid needs layers=, one encoding (or name) per layer")
+        layers = kwargs.pop("layers")
+        if isinstance(layers, str):
+            raise TypeError("layers must be a sequence of names or encodings, not one string")
+        return Hybrid(
+            [
+                make_encoding(e, head_dim=head_dim, max_len=max_len, **kwargs)
+                if isinstance(e, str)
+                else e
+                for e in layers
+            ]
+        )
+    if name == "partial":
+        return PartialRoPE(head_dim, **kwargs)
+    if name == "p-rope":
+        return ProportionalRoPE(head_dim, **kwargs)
     if name == "nope":
         return NoPE()
     if name == "learned":

@@ -7,14 +7,15 @@ Architecture (float64 throughout)::
     logits = x_L U
 
     Attn(x): q, k, v = x Wq, x Wk, x Wv       split into heads (B, H, T, dh)
-             q', k' = encoding.rotate(q, k)   (RoPE, xPos)
-             s = c q' k'^T + bias             c = 1/sqrt(dh); bias from the encoding (ALiBi, T5)
+             q', k' = enc_l.rotate(q, k)      (RoPE, xPos); enc_l = encoding.layer(l)
+             s = c q' k'^T + bias_l           c = 1/sqrt(dh); bias from enc_l (ALiBi, T5)
              a = softmax(s + causal mask);  o = a v;  out = o Wo
 
 There are no MLPs and no normalisation layers: the tasks of :mod:`refimpl.experiments.tasks`
 are solved by attention alone (a copy at an offset, an induction circuit), and the gradient of
 every piece stays short enough to read. The backward pass is checked against central finite
-differences in the tests and in the book.
+differences in the tests and in the book. ``encoding.layer(l)`` is the encoding itself except
+for a :class:`~refimpl.experiments.encodings.Hybrid`, which gives each layer its own.
 """
 
 from __future__ import annotations
@@ -140,14 +141,22 @@ def forward(params: dict, tokens: np.ndarray, cfg: ModelConfig, encoding: Positi
     pe = encoding.embedding(params, t, cfg.d_model)
     if pe is not None:
         x = x + pe  # [eq:exp-embed]
-    bias = encoding.bias(params, t, h)  # (H, T, T) or None
+    if encoding.n_layers is not None and encoding.n_layers != cfg.n_layers:
+        raise ValueError(
+            f"encoding has {encoding.n_layers} layers but the model has n_layers={cfg.n_layers}"
+        )
+    biases: dict = {}  # one bias per distinct layer encoding, (H, T, T) or None
     masked = np.triu(np.ones((t, t), dtype=bool), k=1)  # key after query
     c = dh**-0.5
     cache = {"tokens": tokens, "positions": positions, "x": [x], "layers": [], "attn": []}
     for layer in range(cfg.n_layers):
+        enc = encoding.layer(layer)
+        if id(enc) not in biases:
+            biases[id(enc)] = enc.bias(params, t, h)
+        bias = biases[id(enc)]
         wq, wk, wv, wo = (params[f"L{layer}.{w}"] for w in ("Wq", "Wk", "Wv", "Wo"))
         q, k, v = _split(x @ wq, h), _split(x @ wk, h), _split(x @ wv, h)
-        rq, rk = encoding.rotate(q, k, positions)
+        rq, rk = enc.rotate(q, k, positions)  # [eq:exp-hybrid]
         s = c * (rq @ rk.swapaxes(-1, -2))  # [eq:exp-scores]  (B, H, T, T)
         if bias is not None:
             s = s + bias
@@ -227,7 +236,7 @@ def backward(params, cache, dlogits, cfg: ModelConfig, encoding: PositionalEncod
         dbias_total = dsum if dbias_total is None else dbias_total + dsum
         drq = c * (ds @ rk)
         drk = c * (ds.swapaxes(-1, -2) @ rq)
-        dq, dk = encoding.rotate_backward(drq, drk, cache["positions"])
+        dq, dk = encoding.layer(layer).rotate_backward(drq, drk, cache["positions"])
         dq, dk, dv = _merge(dq), _merge(dk), _merge(dv)
         grads[f"L{layer}.Wq"] = np.einsum("btd,bte->de", x_in, dq)
         grads[f"L{layer}.Wk"] = np.einsum("btd,bte->de", x_in, dk)
