@@ -18,7 +18,9 @@ import numpy as np
 
 __all__ = [
     "COMMON_KEYS",
+    "NESTED_KEYS",
     "RESULT_KEYS",
+    "SECTION_KEYS",
     "load_result",
     "validate_result",
     "versions",
@@ -41,7 +43,22 @@ RESULT_KEYS = {
     "rope_extension": ("task", "method", "eval"),
     "attention_entropy": ("method", "length", "layer", "head", "entropy", "uniform_entropy"),
     "rope_base": ("task", "base", "final_loss", "eval"),
+    "nope_hybrid": ("task", "encoding", "layers", "final_loss", "eval", "probe", "attention"),
+    "partial_rotary": ("task", "encoding", "rotated_pairs", "inv_freq", "final_loss", "eval"),
 }
+
+NESTED_KEYS = {
+    "probe": ("layer", "features", "r2"),
+    "attention": ("layer", "head", "length", "profile", "uniform"),
+}
+"""Keys of the entries of a result row's lists other than ``eval`` (where a row has them)."""
+
+SECTION_KEYS = {
+    "partial_rotary": {
+        "decay": ("encoding", "head_dim", "rotated_pairs", "distance", "bound", "ones_score")
+    },
+}
+"""Further top-level lists of an experiment's file, and the keys of their entries."""
 
 EVAL_KEYS = ("length", "acc", "acc_beyond")
 
@@ -86,6 +103,21 @@ def validate_result(doc: dict) -> None:
             for key in EVAL_KEYS:
                 if key not in ev:
                     raise ValueError(f"results[{i}].eval[{j}] of {name} is missing key {key!r}")
+        for part, keys in NESTED_KEYS.items():
+            _check_entries(row.get(part, []), keys, f"results[{i}].{part}", name)
+    for section, keys in SECTION_KEYS.get(name, {}).items():
+        if not isinstance(doc.get(section), list):
+            raise ValueError(f"{section} of {name} must be a list")
+        _check_entries(doc[section], keys, section, name)
+
+
+def _check_entries(entries, keys, where: str, name: str) -> None:
+    if not isinstance(entries, list):
+        raise ValueError(f"{where} of {name} must be a list")
+    for j, entry in enumerate(entries):
+        for key in keys:
+            if key not in entry:
+                raise ValueError(f"{where}[{j}] of {name} is missing key {key!r}")
 
 
 def write_result(path, doc: dict) -> None:
