@@ -138,6 +138,16 @@ def register_describe(subparsers) -> None:
     p.set_defaults(func=_describe)
 
 
+# The precisions whose tables are angles of one stored frequency vector, and that vector. An
+# engine's pipeline (ggml's repeated products, MLX's and vLLM's own powers) forms its frequencies
+# inside its arithmetic, so a golden file of an engine precision has no ``inv_freq`` member
+# rather than one that the tables were not computed from.
+_OWN_FREQUENCIES = {
+    "float64": lambda spec: spec.inv_freq,
+    "transformers-float32": lambda spec: spec.inv_freq_float32,
+}
+
+
 def stream_golden_members(
     spec: RopeSpec, n: int, precision: str, chunk: int = 65536, progress: bool = False
 ) -> dict:
@@ -152,7 +162,6 @@ def stream_golden_members(
     and the rate on stderr about once a second.
     """
     check_positive_int(chunk, "chunk")
-    inv = spec.inv_freq if precision == "float64" else spec.inv_freq_float32
     dt = np.dtype(np.float64 if precision == "float64" else np.float32)
     width = spec.rotary_dim // 2
 
@@ -172,9 +181,11 @@ def stream_golden_members(
 
         return StreamedArray((n, width), dt, chunks)
 
+    members = {"positions": StreamedArray((n,), np.int64, positions)}
+    if precision in _OWN_FREQUENCIES:
+        members["inv_freq"] = _OWN_FREQUENCIES[precision](spec)
     return {
-        "positions": StreamedArray((n,), np.int64, positions),
-        "inv_freq": inv,
+        **members,
         "cos": table(0, "cos"),
         "sin": table(1, "sin"),
     }
@@ -233,7 +244,13 @@ def _golden(args) -> int:
         "precision": args.precision,
         "refimpl_version": __version__,
         "layout": "cos/sin are half width (positions, rotary_dim // 2), times attention_scaling"
-        + ("" if one else "; member NAME_k belongs to specs[k]"),
+        + ("" if one else "; member NAME_k belongs to specs[k]")
+        + (
+            ""
+            if args.precision in _OWN_FREQUENCIES
+            else f"; no inv_freq member: {args.precision} forms its frequencies in its own "
+            "arithmetic"
+        ),
         "specs": [_spec_meta(specs[k]) for k in keys],
         "schedule": _schedule_meta(schedule, keys),
         "notes": list(schedule.notes),
@@ -255,6 +272,7 @@ def _golden(args) -> int:
         members = {
             name: members[name]
             for name in ("positions", "attention_scaling", "metadata", "inv_freq", "cos", "sin")
+            if name in members
         }
     write_npz_streams(args.out, members)
     pairs = ", ".join(str(specs[k].rotary_dim // 2) for k in keys)

@@ -859,7 +859,7 @@ def _check_apply(ns):
 @_add(
     "ex-check-precision-class",
     """
-predicted_class = ...      # the class of refimpl.PRECISIONS for float16 tables
+predicted_class = ...      # the class of refimpl.check.PRECISIONS for float16 tables
 float32_tables_pass = ...  # True or False: does the recipe with float32 tables pass?
 """,
     "Compared with what refimpl.check_rope reports for both kernels.",
