@@ -161,6 +161,8 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("gemma2-9b.json", "sliding_attention"): [111],
     ("gemma3-12b-it.json", "full_attention"): [74],
     ("gemma3-12b-it.json", "sliding_attention"): [111],
+    ("gemma3-12b-it.transformers5.json", "full_attention"): [74],
+    ("gemma3-12b-it.transformers5.json", "sliding_attention"): [111],
     ("gemma3-1b-it.json", "full_attention"): [74],
     ("gemma3-1b-it.json", "sliding_attention"): [111],
     ("gemma3-27b-it.reduced.json", "full_attention"): [37],
@@ -560,3 +562,16 @@ def test_query_scaling_matches_attention_module(name):
             before = rec.q_proj[0].view(pos.shape[0], -1, query.shape[-1])[:, 0].numpy()
         ratio = np.median(query / before, axis=-1)
         assert np.max(np.abs(ratio - want)) <= 4 * U32 * np.max(want), name
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CONFIG_FILES if ".transformers5." in n))
+def test_4x_and_5x_forms_of_a_released_config_read_alike(name):
+    """A released 4.x file and transformers 5.24's re-serialisation of it (nested
+    rope_parameters per layer type) give the same schedule, layer by layer."""
+    old = rope_schedule(_load(name.replace(".transformers5", "")))
+    new = rope_schedule(_load(name))
+    assert "rope_parameters" in _text(_load(name)) and len(old) == len(new)
+    for a, b in zip(old, new, strict=True):
+        assert a.layer_type == b.layer_type
+        assert (a.spec is None) == (b.spec is None)
+        assert a.spec is None or a.spec.key() == b.spec.key()

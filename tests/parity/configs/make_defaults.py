@@ -7,6 +7,9 @@ Two kinds, both labelled in the file name:
   whose released ``config.json`` was not found in a public mirror (see SOURCES.md).
 * ``<family>.handmade.json``: those defaults with the rope fields of the released model set
   by hand to the values given in SOURCES.md (the released file itself was not found).
+* ``<model>.transformers5.json``: a released file of this folder loaded by its config class and
+  written back (``Config(**file).to_dict()``, what ``save_pretrained`` stores): the released
+  values in transformers' 5.x form (nested ``rope_parameters`` per layer type).
 
 Run: ``.venv/bin/python tests/parity/configs/make_defaults.py`` (rewrites the files).
 """
@@ -97,6 +100,10 @@ HANDMADE = {
 }
 
 
+# released file -> config class whose to_dict() gives its transformers 5.x form
+RESAVED = {"gemma3-12b-it": "Gemma3Config"}
+
+
 def _write(name: str, cfg: dict) -> None:
     path = HERE / name
     path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf8")
@@ -114,6 +121,10 @@ def main() -> None:
             _write(f"{family}.transformers-defaults.json", cfg)
         if family in HANDMADE:
             _write(f"{family}.handmade.json", {**cfg, **HANDMADE[family]})
+    for model, cls_name in RESAVED.items():
+        released = json.loads((HERE / f"{model}.json").read_text(encoding="utf8"))
+        body = {k: v for k, v in released.items() if k != "model_type"}
+        _write(f"{model}.transformers5.json", getattr(transformers, cls_name)(**body).to_dict())
 
 
 if __name__ == "__main__":
