@@ -37,6 +37,7 @@ __all__ = [
     "LLAMA4_CLS_ID",
     "MROPE_LAYOUTS",
     "MROPE_TOKEN_TYPES",
+    "OMNI_MODELS",
     "MRopeBatchPositions",
     "MRopePositions",
     "apply_rope_2d",
@@ -52,6 +53,8 @@ __all__ = [
     "mrope_position_ids",
     "mrope_token_types",
     "mrope_vision_position_ids",
+    "omni_audio_tokens",
+    "omni_position_ids",
     "pixtral_angles",
     "pixtral_flat_ids",
     "rope_mixed_angles",
@@ -1414,3 +1417,191 @@ def rope_mixed_fit(
         step = (m1 / (1 - b1 ** (t + 1))) / (np.sqrt(m2 / (1 - b2 ** (t + 1))) + _ADAM_EPS)
         f -= rate * step
     return f, losses
+
+
+OMNI_MODELS = ("qwen2.5-omni", "qwen3-omni")
+
+
+def omni_audio_tokens(mel_frames: int, *, model: str = "qwen2.5-omni", n_window: int = 50) -> int:
+    """Audio tokens the Omni audio encoder makes from ``mel_frames`` log-mel frames.
+
+    Parameters
+    ----------
+    mel_frames : int
+        Frames of the log-mel input (``audio_seqlens`` / ``feature_attention_mask.sum()``).
+    model : {"qwen2.5-omni", "qwen3-omni"}
+    n_window : int, default 50
+        Qwen3-Omni's ``audio_config.n_window`` (chunks of ``2 n_window`` frames).
+
+    Returns
+    -------
+    int
+        Qwen2.5-Omni: ``((L - 1) // 2 + 1 - 2) // 2 + 1`` (two stride-2 stages, 25 tokens per
+        second of 100 Hz frames); Qwen3-Omni: the same per chunk of ``2 n_window`` frames, 13
+        per full chunk (``_get_feat_extract_output_lengths`` of each model).
+
+    Examples
+    --------
+    >>> omni_audio_tokens(100), omni_audio_tokens(100, model="qwen3-omni")
+    (25, 13)
+    """
+    check_choice(model, "model", OMNI_MODELS)
+    n = check_positive_int(mel_frames, "mel_frames")
+    if model == "qwen2.5-omni":
+        return ((n - 1) // 2 + 1 - 2) // 2 + 1
+    chunk = 2 * check_positive_int(n_window, "n_window")
+    rest = (n % chunk - 1) // 2 + 1
+    return ((rest - 1) // 2 + 1 - 1) // 2 + 1 + (n // chunk) * 13
+
+
+def _omni_segment(item, index: int):
+    where = f"segments[{index}]"
+    kinds = ("text", "image", "video", "audio", "video_audio")
+    if not isinstance(item, (tuple, list)) or not item:
+        raise TypeError(f"{where} must be a tuple whose first entry is one of {kinds}")
+    kind = check_choice(item[0], f"{where}[0]", kinds)
+    arity = {"text": 2, "image": 2, "video": 3, "audio": 2, "video_audio": 4}[kind]
+    if len(item) != arity:
+        raise ValueError(f"{where}: a {kind} segment has {arity} entries, got {item!r}")
+    if kind in ("text", "audio"):
+        return kind, check_count(item[1], f"{where} length"), 0.0, 0
+    grid = tuple(check_positive_int(g, f"{where} grid") for g in item[1])
+    if len(grid) != 3:
+        raise ValueError(f"{where}: the grid must be (T, H, W), got {item[1]!r}")
+    second = 0.0 if kind == "image" else check_nonnegative(item[2], f"{where} second_per_grid")
+    n_audio = check_count(item[3], f"{where} audio tokens") if kind == "video_audio" else 0
+    return kind, grid, second, n_audio
+
+
+def _omni_grid(start, grid, interval, m: int, qwen3: bool) -> np.ndarray:
+    """(3, T·H/m·W/m) ids of a grid from ``start``; float32 time as each model computes it."""
+    t, h, w = grid
+    if h % m or w % m:
+        raise ValueError(f"grid H and W must be divisible by spatial_merge_size {m}, got {grid}")
+    a = np.arange(t, dtype=np.float32) * np.float32(interval[0]) * np.float32(interval[1])
+    frames = a if qwen3 else a.astype(np.int64).astype(np.float32)
+    tt, hh, ww = np.meshgrid(frames, np.arange(h // m), np.arange(w // m), indexing="ij")
+    ids = np.stack([tt, hh, ww]).reshape(3, -1).astype(np.float32) + np.float32(start)
+    return ids if qwen3 else ids.astype(np.float64)
+
+
+def _omni_interleave(video, audio, start, qwen3: bool, chunk_tokens: int) -> list:
+    """Order of the video and audio ids of one video with its audio track."""
+    if qwen3:  # merge by temporal id, video first on ties
+        out, i, j = [], 0, 0
+        while i < video.shape[1] and j < audio.shape[1]:
+            take_video = video[0, i] <= audio[0, j]
+            out.append(video[:, i : i + 1] if take_video else audio[:, j : j + 1])
+            i, j = (i + 1, j) if take_video else (i, j + 1)
+        return out + [x for x in (video[:, i:], audio[:, j:]) if x.shape[1]]
+
+    def chunks(ids):  # a cut at a token whose temporal id passes start + k * chunk_tokens
+        cut = [0]  # one cut per token at most, as get_chunked_index steps k
+        for n, v in enumerate(ids[0]):
+            if v - start >= len(cut) * chunk_tokens:
+                cut.append(n)
+        return [ids[:, a:b] for a, b in zip(cut, [*cut[1:], ids.shape[1]], strict=True)]
+
+    vc, ac = chunks(video), chunks(audio)
+    out = []
+    for k in range(max(len(vc), len(ac))):
+        out += [c[k] for c in (vc, ac) if k < len(c) and c[k].shape[1]]
+    return out
+
+
+def omni_position_ids(
+    segments,
+    *,
+    model: str = "qwen2.5-omni",
+    spatial_merge_size: int = 2,
+    position_id_per_seconds: float = 25.0,
+    seconds_per_chunk: float = 2.0,
+) -> MRopePositions:
+    r"""M-RoPE position ids of a Qwen2.5-Omni or Qwen3-Omni sequence: text, images, video,
+    audio, and video with its audio track interleaved in time.
+
+    Parameters
+    ----------
+    segments : sequence
+        ``("text", n)``; ``("image", (T, H, W))``; ``("video", (T, H, W), second_per_grid)``;
+        ``("audio", n_audio)`` (audio tokens, :func:`omni_audio_tokens`); and
+        ``("video_audio", (T, H, W), second_per_grid, n_audio)``. Each media segment includes
+        its start and end tokens: one each (``<|vision_start|>`` / ``<|audio_start|>`` and
+        the matching end), two each for ``video_audio``.
+    model : {"qwen2.5-omni", "qwen3-omni"}
+    spatial_merge_size : int, default 2
+    position_id_per_seconds : float, default 25
+        Temporal ids per second: frame ``a`` of a video sits at
+        ``a · second_per_grid · position_id_per_seconds`` after its start (float32;
+        Qwen2.5-Omni truncates it, Qwen3-Omni keeps the fraction).
+    seconds_per_chunk : float, default 2
+        Qwen2.5-Omni's interleaving chunk (``video_audio``).
+
+    Returns
+    -------
+    MRopePositions
+        ``position_ids`` (3, seq), float64 (integers for Qwen2.5-Omni), and ``rope_delta``.
+
+    Notes
+    -----
+    Text, start and end tokens and audio tokens are 1-D (equal rows, consecutive); a grid
+    starts one past the previous token's largest id (:eq:`eq:mrope-grid`), and the token after
+    a block one past its largest id. In ``video_audio`` the audio tokens count from the block
+    start like the frames, so a frame and the audio of the same second share temporal ids
+    (:eq:`eq:omni-interleave`); Qwen2.5-Omni orders them in alternating chunks of
+    ``seconds_per_chunk`` (its two start tokens share one id, as do its two end tokens, and the
+    end tokens follow the last chunk written), Qwen3-Omni merges them token by token in
+    temporal order (video first on ties, start and end tokens consecutive). Written from
+    ``get_rope_index`` of ``models/qwen2_5_omni`` and ``models/qwen3_omni_moe``
+    (transformers 5.24).
+
+    Examples
+    --------
+    >>> omni_position_ids([("text", 2), ("audio", 3), ("text", 1)]).position_ids[0].tolist()
+    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    """
+    qwen3 = check_choice(model, "model", OMNI_MODELS) == "qwen3-omni"
+    m = check_positive_int(spatial_merge_size, "spatial_merge_size")
+    pps = check_positive(position_id_per_seconds, "position_id_per_seconds")
+    chunk = int(pps * check_positive(seconds_per_chunk, "seconds_per_chunk"))
+    if isinstance(segments, (str, bytes)) or not hasattr(segments, "__iter__"):
+        raise TypeError(f"segments must be a sequence of segments, got {segments!r}")
+    parts: list = []
+    real = np.float32 if qwen3 else np.float64  # Qwen3-Omni's ids are float32 tensors
+
+    def line(n, at=None):  # n 1-D ids from one past the last part's largest id
+        s = (parts[-1].max() + real(1) if parts else real(0)) if at is None else at
+        parts.append(np.tile(np.arange(n, dtype=real) + s, (3, 1)))
+
+    for index, item in enumerate(segments):
+        kind, size, second, n_audio = _omni_segment(item, index)
+        if kind == "text":
+            if size:
+                line(size)
+            continue
+        pair = kind == "video_audio"
+        if pair and not qwen3:  # two start tokens on one id
+            line(1)
+            line(1, at=parts[-1][0, 0])
+        else:
+            line(2 if pair else 1)
+        start = parts[-1].max() + 1
+        if kind == "audio":
+            line(size)
+        else:
+            interval = (1.0, pps) if kind == "image" else (second, pps)
+            grid = _omni_grid(start, size, interval, m, qwen3)  # [eq:omni-interleave]
+            if pair:
+                audio = np.tile(np.arange(n_audio, dtype=real) + start, (3, 1))
+                parts += _omni_interleave(grid, audio, start, qwen3, chunk)
+            else:
+                parts.append(grid)
+        if pair and not qwen3:  # two end tokens on one id
+            line(1)
+            line(1, at=parts[-1][0, 0])
+        else:
+            line(2 if pair else 1)
+    ids = np.concatenate(parts, axis=1).astype(np.float64) if parts else np.zeros((3, 0))
+    if ids.shape[1] == 0:
+        raise ValueError("segments must contain at least one token")
+    return MRopePositions(ids, float(real(ids.max()) + real(1) - real(ids.shape[1])))

@@ -17,6 +17,8 @@ from refimpl.multiaxis import (
     mrope_position_ids,
     mrope_token_types,
     mrope_vision_position_ids,
+    omni_audio_tokens,
+    omni_position_ids,
     timestamped_video_segments,
     videorope_position_ids,
 )
@@ -661,3 +663,133 @@ def test_hunyuanvl_ids_match_loop_oracle(case):
 def test_hunyuanvl_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         hunyuanvl_position_ids(kwargs.pop("token_types"), **kwargs)
+
+
+def oracle_omni(segments, model, merge=2, pps=25, chunk_s=2):
+    """Token by token from the model sources' description; media segments carry their start
+    and end tokens."""
+    rows = []
+    real = np.float32 if model == "qwen3-omni" else float  # Qwen3-Omni adds in float32
+
+    def nxt():  # one past the largest id of the last block written
+        return real(max(max(p) for p in rows[-1]) + real(1)) if rows else real(0)
+
+    def text(n):
+        for _ in range(n):
+            rows.append([(nxt(),) * 3])
+
+    for seg in segments:
+        if seg[0] == "text":
+            text(seg[1])
+            continue
+        pair = seg[0] == "video_audio"
+        if pair and model == "qwen2.5-omni":
+            text(1)
+            rows.append(rows[-1])
+        else:
+            text(2 if pair else 1)
+        s = nxt()
+        if seg[0] == "audio":
+            text(seg[1])
+        else:
+            t, h, w = seg[1]
+            step = 1.0 if seg[0] == "image" else seg[2]
+            vid = []
+            for a in range(t):
+                ta = float(np.float32(np.float32(a) * np.float32(step)) * np.float32(pps))
+                ta = ta if model == "qwen3-omni" else float(int(ta))
+                vid += [
+                    (real(s + real(ta)), real(s + real(b)), real(s + real(c)))
+                    for b in range(h // merge)
+                    for c in range(w // merge)
+                ]
+            if not pair:
+                rows.append(vid)
+            else:
+                aud = [(real(s + real(k)),) * 3 for k in range(seg[3])]
+                if model == "qwen3-omni":  # stable merge by temporal id, video first on ties
+                    tagged = [(p[0], 0, i, p) for i, p in enumerate(vid)]
+                    tagged += [(p[0], 1, i, p) for i, p in enumerate(aud)]
+                    for item in sorted(tagged):
+                        rows.append([item[3]])
+                else:
+                    vc, ac = omni_chunks(vid, s, pps * chunk_s), omni_chunks(aud, s, pps * chunk_s)
+                    for k in range(max(len(vc), len(ac))):
+                        rows += [c[k] for c in (vc, ac) if k < len(c) and c[k]]
+        if pair and model == "qwen2.5-omni":
+            text(1)
+            rows.append(rows[-1])
+        else:
+            text(2 if pair else 1)
+    flat = [p for block in rows for p in block]
+    return np.array(flat, dtype=float).T
+
+
+def omni_chunks(ids, start, per_chunk):
+    out, cur, k = [], [], 1
+    for p in ids:
+        if p[0] - start >= k * per_chunk:
+            out.append(cur)
+            cur, k = [], k + 1
+        cur.append(p)
+    return [*out, cur]
+
+
+@st.composite
+def omni_sequences(draw):
+    segs = [("text", draw(st.integers(1, 4)))]
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["image", "video", "audio", "video_audio", "text"]))
+        grid = (draw(st.integers(1, 4)), 2 * draw(st.integers(1, 3)), 2 * draw(st.integers(1, 3)))
+        sec = draw(st.sampled_from([0.5, 1.0, 2.0, 0.7, 1 / 3]))
+        if kind == "text":
+            segs.append(("text", draw(st.integers(1, 3))))
+        elif kind == "image":
+            segs.append(("image", (1, *grid[1:])))
+        elif kind == "video":
+            segs.append(("video", grid, sec))
+        elif kind == "audio":
+            segs.append(("audio", draw(st.integers(1, 120))))
+        else:
+            segs.append(("video_audio", grid, sec, draw(st.integers(1, 160))))
+    return segs
+
+
+@given(omni_sequences(), st.sampled_from(["qwen2.5-omni", "qwen3-omni"]))
+def test_omni_ids_match_loop_oracle(segs, model):
+    got = omni_position_ids(segs, model=model)
+    want = oracle_omni(segs, model)
+    np.testing.assert_array_equal(got.position_ids, want)
+    real = np.float32 if model == "qwen3-omni" else float
+    assert got.rope_delta == real(real(want.max()) + 1 - want.shape[1])
+
+
+@given(sequences())
+def test_omni_images_and_text_are_m_rope_with_the_max_rule(case):
+    """Without audio and video, Omni's ids are mrope_position_ids with resume="max" once each
+    image is wrapped in its start and end tokens."""
+    segs, merge, _ = case
+    omni = [s for s in segs if s[0] == "text" or (s[0] == "image" and s[1][0] == 1)]
+    plain = []
+    for seg in omni:
+        plain += [seg] if seg[0] == "text" else [("text", 1), seg, ("text", 1)]
+    got = omni_position_ids(omni or [("text", 1)], spatial_merge_size=merge)
+    want = mrope_position_ids(plain or [("text", 1)], spatial_merge_size=merge, resume="max")
+    np.testing.assert_array_equal(got.position_ids, want.position_ids)
+    assert got.rope_delta == want.rope_delta
+
+
+def test_omni_audio_tokens_and_errors():
+    # 100 Hz mel frames, two stride-2 stages: 25 tokens a second (1 s, 30 s of audio)
+    assert [omni_audio_tokens(n) for n in (100, 3000)] == [25, 750]
+    # Qwen3-Omni: 13 tokens per full chunk of 100 frames, the remainder by three halvings
+    assert omni_audio_tokens(300, model="qwen3-omni") == 3 * 13
+    assert omni_audio_tokens(250, model="qwen3-omni") == 2 * 13 + 7  # 50 -> 25 -> 13 -> 7
+    with pytest.raises(ValueError, match="a video segment has 3 entries"):
+        omni_position_ids([("video", (1, 2, 2))])
+    with pytest.raises(ValueError, match="at least one token"):
+        omni_position_ids([("text", 0)])
+    with pytest.raises(ValueError, match="model must be one of"):
+        omni_position_ids([("text", 1)], model="qwen2-vl")
+    with pytest.raises(ValueError, match="divisible by spatial_merge_size"):
+        omni_position_ids([("image", (1, 3, 2))])

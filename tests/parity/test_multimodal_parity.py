@@ -425,3 +425,120 @@ def test_hunyuanvl_rotary_halves_differ_from_xdrope_on_image_tokens():
         c, _ = mrope_cos_sin(ids, f, [4, 4, 4, 4])
         assert np.allclose(cos_t[:, : d // 2], c, atol=1e-6) == agree
         assert np.allclose(cos_t[:, d // 2 :], cos_t[:, : d // 2], atol=1e-6) == agree
+
+
+OMNI = {  # model: (modeling module, class holding get_rope_index, thinker config class)
+    "qwen2.5-omni": (
+        "qwen2_5_omni",
+        "Qwen2_5OmniPreTrainedModelForConditionalGeneration",
+        "Qwen2_5OmniThinkerConfig",
+    ),
+    "qwen3-omni": (
+        "qwen3_omni_moe",
+        "Qwen3OmniMoePreTrainedModelForConditionalGeneration",
+        "Qwen3OmniMoeThinkerConfig",
+    ),
+}
+# Qwen2.5-Omni's tokenizer ids; the config classes leave these None or unset
+VISION_START, VISION_END, AUDIO_END = 151652, 151653, 151648
+
+
+def _omni_peer(model):
+    import importlib
+
+    mod, cls_name, config_cls = OMNI[model]
+    cls = getattr(importlib.import_module(f"transformers.models.{mod}.modeling_{mod}"), cls_name)
+    config = getattr(transformers, config_cls)()
+    config.vision_start_token_id = VISION_START
+    fake = SimpleNamespace(
+        config=config, spatial_merge_size=config.vision_config.spatial_merge_size
+    )
+    fake.get_llm_pos_ids_for_vision = lambda *a: cls.get_llm_pos_ids_for_vision(fake, *a)
+    fake.get_chunked_index = lambda *a: cls.get_chunked_index(fake, *a)
+    return cls, fake, config
+
+
+def _omni_tokens(segs, config, merge):
+    """Token ids of Omni segments; media segments carry their start and end tokens."""
+    c = config
+    ids = []
+    for seg in segs:
+        kind = seg[0]
+        if kind == "text":
+            ids += [1] * seg[1]
+        elif kind == "audio":
+            ids += [c.audio_start_token_id, *[c.audio_token_id] * seg[1], AUDIO_END]
+        else:
+            t, h, w = seg[1]
+            n = t * (h // merge) * (w // merge)
+            pad = c.image_token_id if kind == "image" else c.video_token_id
+            if kind == "video_audio":
+                body = [pad] * n + [c.audio_token_id] * seg[3]
+                ids += [VISION_START, c.audio_start_token_id, *body]
+                ids += [AUDIO_END, VISION_END]
+            else:
+                ids += [VISION_START, *[pad] * n, VISION_END]
+    return torch.tensor([ids])
+
+
+@pytest.mark.parametrize("model", list(OMNI))
+@pytest.mark.parametrize("audio_in_video", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_omni_ids_match_get_rope_index(model, audio_in_video, seed):
+    from refimpl.multiaxis import omni_audio_tokens, omni_position_ids
+
+    cls, fake, config = _omni_peer(model)
+    merge = config.vision_config.spatial_merge_size
+    rng = np.random.default_rng(300 + seed)
+    mel = [int(rng.integers(40, 900)) for _ in range(2)]
+    n_win = getattr(config.audio_config, "n_window", 50)
+    n_audio = [omni_audio_tokens(f, model=model, n_window=n_win) for f in mel]
+    grid_i = (1, 2 * int(rng.integers(1, 6)), 2 * int(rng.integers(1, 6)))
+    grid_v = (int(rng.integers(1, 6)), 2 * int(rng.integers(1, 4)), 2 * int(rng.integers(1, 4)))
+    second = float(rng.choice([0.5, 1.0, 2.0, 1 / 3, 0.7]))
+    segs = [("text", int(rng.integers(1, 6))), ("image", grid_i), ("text", 2)]
+    segs += [("audio", n_audio[0]), ("text", int(rng.integers(1, 4)))]
+    if audio_in_video:
+        segs += [("video_audio", grid_v, second, n_audio[1])]
+    else:
+        segs += [("video", grid_v, second), ("audio", n_audio[1])]
+    segs += [("text", int(rng.integers(1, 5)))]
+    input_ids = _omni_tokens(segs, config, merge)
+    peer_ids, peer_delta = cls.get_rope_index(
+        fake,
+        input_ids,
+        image_grid_thw=torch.tensor([grid_i]),
+        video_grid_thw=torch.tensor([grid_v]),
+        attention_mask=torch.ones_like(input_ids),
+        use_audio_in_video=audio_in_video,
+        audio_seqlens=torch.tensor(mel),
+        second_per_grids=torch.tensor([second]),
+    )
+    ours = omni_position_ids(
+        segs,
+        model=model,
+        spatial_merge_size=merge,
+        position_id_per_seconds=config.position_id_per_seconds,
+        seconds_per_chunk=getattr(config, "seconds_per_chunk", None) or 2.0,
+    )
+    np.testing.assert_array_equal(ours.position_ids, peer_ids[:, 0].double().numpy())
+    assert ours.rope_delta == float(peer_delta[0, 0])
+
+
+@pytest.mark.parametrize("model", list(OMNI))
+def test_omni_audio_tokens_match_feat_extract_lengths(model):
+    from refimpl.multiaxis import omni_audio_tokens
+
+    frames = np.arange(1, 3001)
+    if model == "qwen3-omni":
+        from transformers.models.qwen3_omni_moe import modeling_qwen3_omni_moe as m
+
+        peer = m._get_feat_extract_output_lengths(torch.tensor(frames), 50).numpy()
+    else:
+        from transformers.models.qwen2_5_omni import modeling_qwen2_5_omni as m
+
+        encoder = SimpleNamespace()
+        lengths = m.Qwen2_5OmniAudioEncoder._get_feat_extract_output_lengths
+        peer = lengths(encoder, torch.tensor(frames))[1].numpy()
+    ours = [omni_audio_tokens(int(n), model=model) for n in frames]
+    np.testing.assert_array_equal(ours, peer)
