@@ -584,3 +584,17 @@ def test_partial_rotary_results_match_the_encodings_frequencies():
         assert row["rotated_pairs"] == np.count_nonzero(want)
     for row in doc["decay"]:
         assert row["bound"][0] <= 1.0 + 1e-6 and len(row["bound"]) == len(row["distance"])
+
+
+def test_the_plain_runs_of_the_new_experiments_reproduce_length_generalisation():
+    # same model, seed and settings: the NoPE and RoPE rows must be the same runs (to the
+    # rounding of each file), which also pins the faster RoPE plug-in to the earlier bits
+    old = {
+        (r["encoding"], r["task"]): r["eval"]
+        for r in load_result(RESULTS / "length_generalisation.json")["results"]
+    }
+    for name, plain in (("nope_hybrid", ("nope", "rope")), ("partial_rotary", ("rope",))):
+        for row in load_result(RESULTS / f"{name}.json")["results"]:
+            if row["encoding"] in plain:
+                for new, ref in zip(row["eval"], old[row["encoding"], row["task"]], strict=True):
+                    assert new["acc"] == pytest.approx(ref["acc"], abs=1e-6)
