@@ -216,7 +216,7 @@ class RoPE(PositionalEncoding):
 
         Subclasses change this spectrum (:class:`ProportionalRoPE`).
         """
-        return inv_freq(self.rotary_dim, self.base)
+        return inv_freq(self.rotary_dim, self.base)  # [eq:exp-partial-rotary]
 
     def _freqs(self, seq_len: int):
         if self.frequencies is None:
@@ -316,9 +316,6 @@ class PartialRoPE(RoPE):
 
     def __init__(self, head_dim: int, rotary_dim: int, base: float = 10000.0):
         super().__init__(head_dim, base, rotary_dim=rotary_dim)
-
-    def training_inv_freq(self) -> np.ndarray:
-        return inv_freq(self.rotary_dim, self.base)  # [eq:exp-partial-rotary]
 
 
 class ProportionalRoPE(RoPE):
