@@ -234,6 +234,11 @@ def test_whisper_sinusoids_match_transformers(length, channels):
     np.testing.assert_allclose(peer[:10], ours[:10], atol=1e-6, rtol=0)
 
 
+def _tmerge(name, config):
+    vc = config.vision_config
+    return getattr(vc, "temporal_merge_size", 1) if name == "ernie4_5_vl_moe" else 1
+
+
 def _batch(name, config, rng, padding):
     """A padded batch of three mixed sequences (pad slots: token id 0, type 0, mask 0)."""
     vc = config.vision_config
@@ -245,7 +250,7 @@ def _batch(name, config, rng, padding):
             second = float(rng.choice([0.5, 1.0, 2.0, 1 / 3]))
             seconds.append(second)
             segs = [(*s, vc.tokens_per_second * second) if s[0] == "video" else s for s in segs]
-        ids, types = _tokens(segs, config, merge, 1)
+        ids, types = _tokens(segs, config, merge, _tmerge(name, config))
         rows.append((ids[0], types[0], segs))
         images += [s[1] for s in segs if s[0] == "image"]
         videos.append(video)
@@ -260,7 +265,7 @@ def _batch(name, config, rng, padding):
     return input_ids, types, mask, images, videos, seconds, [r[2] for r in rows]
 
 
-@pytest.mark.parametrize("name", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "glm4v", "glm4v_moe"])
+@pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("padding", ["left", "right"])
 @pytest.mark.parametrize("seed", range(3))
 def test_padded_batch_matches_get_rope_index(name, padding, seed):
@@ -291,6 +296,7 @@ def test_padded_batch_matches_get_rope_index(name, padding, seed):
         video_time_intervals=[vc.tokens_per_second * s for s in seconds] if seconds else None,
         split_video_frames=name in FRAME_SPLIT,
         spatial_merge_size=vc.spatial_merge_size,
+        temporal_merge_size=_tmerge(name, config),
         resume="spatial",
         time_precision="float32",
     )
@@ -301,6 +307,7 @@ def test_padded_batch_matches_get_rope_index(name, padding, seed):
         one = mrope_position_ids(
             row,
             spatial_merge_size=vc.spatial_merge_size,
+            temporal_merge_size=_tmerge(name, config),
             resume="spatial",
             time_precision="float32",
         )
