@@ -8,7 +8,8 @@ inside a ``try``). Install with ``pip install timm==1.0.31 --no-deps``.
 Compared: ``pixel_freq_bands``, ``build_rotary_pos_embed`` (pixel grid, with and without
 ``ref_feat_shape``), ``RotaryEmbeddingCat`` and its rotation ``apply_rot_embed_cat``, and
 RoPE-Mixed's ``init_random_2d_freqs`` / ``get_mixed_freqs`` (the frequency formula with the
-random directions passed in, and the angles of learned frequencies).
+random directions passed in, and the angles of learned frequencies), and refimpl's analytic
+gradient of RoPE-Mixed scores against torch autograd through timm's functions.
 """
 
 import importlib
@@ -118,3 +119,30 @@ def test_rope_mixed_angles_match_get_mixed_freqs(timm_rope):
     mag = torch.hypot(freqs[0], freqs[1])[0].double().numpy()
     want = 10.0 ** (-4 * np.arange(4) / 16)
     np.testing.assert_allclose(mag, np.concatenate([want, want]), rtol=1e-6)
+
+
+def test_rope_mixed_frequency_grad_matches_autograd_through_timm(timm_rope):
+    """The analytic gradient of the scores with respect to the mixed frequencies against
+    torch autograd through timm's get_mixed_freqs and apply_rot_embed_cat (float32 inside)."""
+    from refimpl.multiaxis import rope_mixed_frequency_grad, rope_mixed_scores
+
+    torch.manual_seed(1)
+    freqs = timm_rope.init_random_2d_freqs(16, depth=1, num_heads=2)[:, 0].clone()
+    freqs.requires_grad_(True)
+    t_x, t_y = timm_rope.get_mixed_grid([4, 5])
+    emb = timm_rope.get_mixed_freqs(freqs, t_x, t_y)  # (heads, N, 2 D)
+    gen = torch.Generator().manual_seed(2)
+    q, k = torch.randn(2, 2, 20, 16, generator=gen)
+    scores = timm_rope.apply_rot_embed_cat(q, emb) @ timm_rope.apply_rot_embed_cat(k, emb).mT
+    upstream = torch.randn(2, 20, 20, generator=gen)
+    (upstream * scores).sum().backward()
+    pos = torch.stack([t_x, t_y], dim=1).double().numpy()
+    f = freqs.detach().double().numpy()
+    qn, kn, g = q.double().numpy(), k.double().numpy(), upstream.double().numpy()
+    ours = rope_mixed_scores(qn, kn, pos, pos, f)
+    np.testing.assert_allclose(ours, scores.detach().double().numpy(), atol=1e-4)
+    grad = rope_mixed_frequency_grad(qn, kn, pos, pos, f, g)
+    # float32 forward and backward over 400 score terms per head
+    peer = freqs.grad.double().numpy()
+    assert np.abs(peer).max() > 1.0  # gradients of order 10-100: the tolerance is tight
+    np.testing.assert_allclose(grad, peer, rtol=1e-4, atol=1e-3)
