@@ -54,7 +54,7 @@ from ._checks import (
     check_real,
 )
 from .families import LayerPlan, QueryScaling
-from .multiaxis import MROPE_LAYOUTS, mrope_cos_sin
+from .multiaxis import MROPE_LAYOUTS, mrope_axis_of_pair, mrope_cos_sin
 from .numerics import round_to
 from .pipelines import PRECISIONS as _PRECISION_RECORDS
 from .rotary import apply_rope_tables, pair_indices
@@ -334,7 +334,22 @@ class RopeSpec:
         dtype('float32')
         """
         check_choice(precision, "precision", PRECISIONS)
-        return _PRECISION_RECORDS[precision](self, self._check_positions(positions))
+        cos, sin = _PRECISION_RECORDS[precision](self, self._check_positions(positions))
+        if self.mrope_layout == "imrope":
+            cos, sin = self._imrope_text_rows(cos, sin, precision)
+        return cos, sin
+
+    def _imrope_text_rows(self, cos, sin, precision: str):
+        """ggml's IMROPE (llama.cpp's Qwen3-VL) gives a text token the position rows
+        ``(p, p, p, 0)``: the pairs its sector rule assigns to the fourth row stay at position
+        0 (:eq:`eq:mrope-imrope`), where transformers' interleaved layout rotates them."""
+        fourth = mrope_axis_of_pair(self.mrope_section, "imrope") == 3
+        if not fourth.any():
+            return cos, sin
+        c0, s0 = _PRECISION_RECORDS[precision](self, np.zeros(1, dtype=np.int64))
+        cos, sin = cos.copy(), sin.copy()
+        cos[:, fourth], sin[:, fourth] = c0[0, fourth], s0[0, fourth]
+        return cos, sin
 
     def mrope_cos_sin(self, position_ids) -> tuple[np.ndarray, np.ndarray]:
         """M-RoPE tables for ``(3, seq)`` position ids (rows t, h, w), float64, each
@@ -971,16 +986,19 @@ def _read_mrope(rope: dict, family, rotary_dim: int, legacy: bool, notes: list):
     """``(mrope_section, mrope_layout)`` or ``(None, None)``."""
     section = rope.get("mrope_section")
     fam_layout = family.mrope_layout if family is not None else None
-    if section is None and not legacy:
+    default = family.mrope_section if family is not None else None
+    if section is None and default is None:
+        if legacy:
+            raise ValueError("legacy rope type 'mrope' needs config key mrope_section")
         if "mrope_interleaved" in rope:
             notes.append("mrope_interleaved without mrope_section is ignored")
         return None, None
-    if section is None:
-        if family is None or family.mrope_section is None:
-            raise ValueError("legacy rope type 'mrope' needs config key mrope_section")
-        section = family.mrope_section
+    key = "config key mrope_section"
+    if section is None:  # the model code falls back on its own sections, as transformers does
+        section = default
         notes.append(f"no mrope_section: {list(section)} ({family.name}'s default)")
-    section = _mrope_section(section, "config key mrope_section")
+        key = f"mrope_section (not in the config; {family.name}'s default)"
+    section = _mrope_section(section, key)
     flag = rope.get("mrope_interleaved")
     if flag is not None:
         flag = check_flag(flag, "config key mrope_interleaved")
@@ -993,10 +1011,7 @@ def _read_mrope(rope: dict, family, rotary_dim: int, legacy: bool, notes: list):
             )
         layout = fam_layout
     if sum(section) != rotary_dim // 2:
-        raise ValueError(
-            f"config key mrope_section {list(section)} must sum to the rotary pairs "
-            f"{rotary_dim // 2}"
-        )
+        raise ValueError(f"{key} {list(section)} must sum to the rotary pairs {rotary_dim // 2}")
     return section, layout
 
 

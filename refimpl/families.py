@@ -250,12 +250,19 @@ _RECORDS = (
     ),
     Family(
         "glm",
-        ("glm", "glm4", "glm4v", "glm4v_text"),
+        ("glm", "glm4"),
+        partial_default=0.5,
+        pairing="interleaved",
+        source=_tf("glm") + ", glm4 (adjacent pairs inside the leading slice)",
+    ),
+    Family(  # GLM's rotation with M-RoPE sections (the text model alone has none)
+        "glm4v",
+        ("glm4v", "glm4v_text"),
         partial_default=0.5,
         pairing="interleaved",
         mrope_layout="blocked",
         mrope_section=(8, 12, 12),
-        source=_tf("glm") + ", glm4, glm4v (adjacent pairs inside the leading slice)",
+        source=_tf("glm4v") + " (adjacent pairs inside the leading slice, M-RoPE sections)",
     ),
     Family(
         "glm4v_moe",

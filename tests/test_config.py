@@ -2,6 +2,7 @@
 refusal policy and hostile config files. Every config here is hand-made (labelled by the
 constant's name); released configs are tested in tests/parity/."""
 
+import dataclasses
 import json
 import math
 
@@ -18,7 +19,7 @@ from refimpl.config import (
     rope_from_config,
     rope_schedule,
 )
-from refimpl.multiaxis import mrope_cos_sin
+from refimpl.multiaxis import mrope_axis_of_pair, mrope_cos_sin
 from refimpl.rotary import inv_freq
 from refimpl.scaling import ROPE_SCALINGS
 
@@ -295,9 +296,38 @@ def test_mrope_5x_keys_and_unknown_family_flag():
     }
     spec = rope_from_config(cfg)
     assert spec.mrope_section == (2, 3, 3) and spec.mrope_layout == "interleaved"
-    assert (
-        rope_from_config(QWEN2_VL).key() != rope_from_config({**QWEN2_VL, "rope_scaling": {}}).key()
+    other = {**QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": [32, 16, 16]}}
+    assert rope_from_config(QWEN2_VL).key() != rope_from_config(other).key()
+    # without mrope_section the model code uses its own sections (transformers 5.24's
+    # Qwen2-VL rotary module falls back on [16, 24, 24]); refimpl does and says so
+    bare = rope_from_config({**QWEN2_VL, "rope_scaling": {}})
+    assert bare.key() == rope_from_config(QWEN2_VL).key()
+    assert any("no mrope_section: [16, 24, 24]" in n for n in bare.notes)
+    unknown = {**cfg, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}}
+    assert rope_from_config(unknown).mrope_section is None  # no family default: plain RoPE
+
+
+def test_imrope_text_tokens_keep_the_fourth_row_at_position_zero():
+    # ggml's IMROPE gives text tokens the rows (p, p, p, 0): pairs of the fourth row stay at
+    # cos 1, sin 0 (times the attention factor); the other pairs are plain RoPE
+    spec = dataclasses.replace(
+        rope_from_config({**QWEN2_VL, "model_type": "qwen3_vl_text"}),
+        mrope_section=(24, 20, 20),
+        mrope_layout="imrope",
     )
+    fourth = mrope_axis_of_pair((24, 20, 20), "imrope") == 3
+    assert fourth.any()
+    p = np.arange(0, 5000, 7)
+    plain = dataclasses.replace(spec, mrope_section=None, mrope_layout=None)
+    for precision in ("float64", "transformers-float32", "ggml-float32"):
+        c, s = spec.cos_sin(p, precision)
+        c1, s1 = plain.cos_sin(p, precision)
+        np.testing.assert_array_equal(c[:, ~fourth], c1[:, ~fourth])
+        np.testing.assert_array_equal(s[:, ~fourth], s1[:, ~fourth])
+        np.testing.assert_array_equal(
+            c[:, fourth], np.broadcast_to(c1[0, fourth], c[:, fourth].shape)
+        )
+        assert not s[:, fourth].any()
 
 
 @pytest.mark.parametrize(

@@ -150,12 +150,17 @@ def test_schedule_from_a_path_and_text_config(tmp_path):
     p = tmp_path / "config.json"
     vlm = {
         "model_type": "qwen2_5_vl",
-        "text_config": {**GPT_OSS_LIKE, "model_type": "qwen2_5_vl_text"},
+        # head 128: the model's default M-RoPE sections [16, 24, 24] cover 64 pairs
+        "text_config": {**GPT_OSS_LIKE, "model_type": "qwen2_5_vl_text", "head_dim": 128},
     }
     p.write_text(json.dumps(vlm))
     sched = rope_schedule(p)
     assert sched.source == str(p) and sched.model_type == "qwen2_5_vl_text"
     assert "RoPE read from text_config" in sched.notes
+    vlm["text_config"]["head_dim"] = 64  # transformers' module cannot run these sections
+    p.write_text(json.dumps(vlm))
+    with pytest.raises(ValueError, match=r"qwen2_vl.s default.*\[16, 24, 24\].*32"):
+        rope_schedule(p)
 
 
 def test_layer_count_is_needed_for_per_layer_rules():
