@@ -54,6 +54,7 @@ __all__ = [
     "mrope_token_types",
     "mrope_vision_position_ids",
     "omni_audio_tokens",
+    "omni_batch_position_ids",
     "omni_position_ids",
     "pixtral_angles",
     "pixtral_flat_ids",
@@ -1605,3 +1606,51 @@ def omni_position_ids(
     if ids.shape[1] == 0:
         raise ValueError("segments must contain at least one token")
     return MRopePositions(ids, float(real(ids.max()) + real(1) - real(ids.shape[1])))
+
+
+# Value transformers leaves in an Omni batch's padding slots (torch.ones vs torch.zeros).
+_OMNI_PAD = {"qwen2.5-omni": 1.0, "qwen3-omni": 0.0}
+
+
+def omni_batch_position_ids(rows, attention_mask, *, model: str = "qwen2.5-omni", **kwargs):
+    r"""Omni position ids of a padded batch: :func:`omni_position_ids` of each row's segments,
+    written into the row's unmasked slots.
+
+    Parameters
+    ----------
+    rows : sequence of segment lists
+        One list per batch row, as :func:`omni_position_ids` takes it.
+    attention_mask : array_like of 0/1, shape (B, S)
+        Row ``b`` must have as many unmasked slots as its segments have tokens.
+    model : {"qwen2.5-omni", "qwen3-omni"}
+    **kwargs
+        ``spatial_merge_size``, ``position_id_per_seconds``, ``seconds_per_chunk``.
+
+    Returns
+    -------
+    MRopeBatchPositions
+        ``position_ids`` (3, B, S) float64 and ``rope_deltas`` (B,) float64. Padding slots
+        hold 1 for Qwen2.5-Omni and 0 for Qwen3-Omni, as transformers 5.24 leaves them.
+
+    Examples
+    --------
+    >>> out = omni_batch_position_ids([[("text", 2)], [("text", 3)]], [[0, 1, 1], [1, 1, 1]])
+    >>> out.position_ids[0].tolist(), out.rope_deltas.tolist()
+    ([[1.0, 0.0, 1.0], [0.0, 1.0, 2.0]], [0.0, 0.0])
+    """
+    check_choice(model, "model", OMNI_MODELS)
+    mask = _mask(attention_mask)
+    if isinstance(rows, (str, bytes)) or len(rows) != mask.shape[0]:
+        raise ValueError(f"rows must hold one segment list per mask row ({mask.shape[0]})")
+    ids = np.full((3, *mask.shape), _OMNI_PAD[model])
+    deltas = np.zeros(mask.shape[0])
+    for b, segments in enumerate(rows):
+        one = omni_position_ids(segments, model=model, **kwargs)
+        if one.position_ids.shape[1] != mask[b].sum():
+            raise ValueError(
+                f"row {b}: its segments have {one.position_ids.shape[1]} tokens but the mask "
+                f"has {int(mask[b].sum())} unmasked slots"
+            )
+        ids[:, b, mask[b]] = one.position_ids
+        deltas[b] = one.rope_delta
+    return MRopeBatchPositions(ids, deltas)

@@ -18,6 +18,7 @@ from refimpl.multiaxis import (
     mrope_token_types,
     mrope_vision_position_ids,
     omni_audio_tokens,
+    omni_batch_position_ids,
     omni_position_ids,
     timestamped_video_segments,
     videorope_position_ids,
@@ -793,3 +794,25 @@ def test_omni_audio_tokens_and_errors():
         omni_position_ids([("text", 1)], model="qwen2-vl")
     with pytest.raises(ValueError, match="divisible by spatial_merge_size"):
         omni_position_ids([("image", (1, 3, 2))])
+
+
+@given(st.lists(omni_sequences(), min_size=1, max_size=3), st.integers(0, 3))
+def test_omni_batch_writes_each_row_into_its_slots(rows, pad):
+    for model, fill in (("qwen2.5-omni", 1.0), ("qwen3-omni", 0.0)):
+        singles = [omni_position_ids(r, model=model) for r in rows]
+        lengths = [s.position_ids.shape[1] for s in singles]
+        mask = np.zeros((len(rows), max(lengths) + pad), dtype=int)
+        for b, n in enumerate(lengths):
+            mask[b, mask.shape[1] - n :] = 1  # left padding
+        out = omni_batch_position_ids(rows, mask, model=model)
+        for b, one in enumerate(singles):
+            np.testing.assert_array_equal(out.position_ids[:, b, mask[b] == 1], one.position_ids)
+            assert out.rope_deltas[b] == one.rope_delta
+        assert np.all(out.position_ids[:, mask == 0] == fill)
+
+
+def test_omni_batch_errors():
+    with pytest.raises(ValueError, match="one segment list per mask row"):
+        omni_batch_position_ids([[("text", 1)]], [[1], [1]])
+    with pytest.raises(ValueError, match="row 0: its segments have 2 tokens"):
+        omni_batch_position_ids([[("text", 2)]], [[0, 0, 1]])

@@ -549,3 +549,57 @@ def test_omni_audio_tokens_match_feat_extract_lengths(model):
         peer = lengths(encoder, torch.tensor(frames))[1].numpy()
     ours = [omni_audio_tokens(int(n), model=model) for n in frames]
     np.testing.assert_array_equal(ours, peer)
+
+
+@pytest.mark.parametrize("model", list(OMNI))
+@pytest.mark.parametrize("padding", ["left", "right"])
+def test_omni_padded_batch_matches_get_rope_index(model, padding):
+    from refimpl.multiaxis import omni_audio_tokens, omni_batch_position_ids
+
+    cls, fake, config = _omni_peer(model)
+    merge = config.vision_config.spatial_merge_size
+    rng = np.random.default_rng(400)
+    n_win = getattr(config.audio_config, "n_window", 50)
+    rows, grids_i, grids_v, seconds, mels = [], [], [], [], []
+    for _ in range(3):
+        mel = int(rng.integers(40, 600))
+        gi = (1, 2 * int(rng.integers(1, 4)), 2 * int(rng.integers(1, 4)))
+        gv = (int(rng.integers(1, 4)), 2, 2 * int(rng.integers(1, 3)))
+        sec = float(rng.choice([0.5, 0.7, 2.0]))
+        n_audio = omni_audio_tokens(mel, model=model, n_window=n_win)
+        rows.append(
+            [
+                ("text", int(rng.integers(1, 6))),
+                ("image", gi),
+                ("text", 1),
+                ("video_audio", gv, sec, n_audio),
+                ("text", int(rng.integers(1, 4))),
+            ]
+        )
+        grids_i.append(gi), grids_v.append(gv), seconds.append(sec), mels.append(mel)
+    tokens = [_omni_tokens(r, config, merge)[0] for r in rows]
+    width = max(len(t) for t in tokens) + 2
+    input_ids = torch.zeros(3, width, dtype=torch.long)
+    mask = torch.zeros(3, width, dtype=torch.long)
+    for b, t in enumerate(tokens):
+        sl = slice(width - len(t), width) if padding == "left" else slice(0, len(t))
+        input_ids[b, sl], mask[b, sl] = t, 1
+    peer_ids, peer_deltas = cls.get_rope_index(
+        fake,
+        input_ids,
+        image_grid_thw=torch.tensor(grids_i),
+        video_grid_thw=torch.tensor(grids_v),
+        attention_mask=mask,
+        use_audio_in_video=True,
+        audio_seqlens=torch.tensor(mels),
+        second_per_grids=torch.tensor(seconds),
+    )
+    ours = omni_batch_position_ids(
+        rows,
+        mask.numpy(),
+        model=model,
+        spatial_merge_size=merge,
+        position_id_per_seconds=config.position_id_per_seconds,
+    )
+    np.testing.assert_array_equal(ours.position_ids, peer_ids.double().numpy())
+    np.testing.assert_array_equal(ours.rope_deltas, peer_deltas[:, 0].double().numpy())
