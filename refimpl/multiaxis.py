@@ -110,9 +110,9 @@ def mrope_axis_of_pair(mrope_section, layout: str = "blocked") -> np.ndarray:
         ``"imrope"``: ggml's ``GGML_ROPE_TYPE_IMROPE`` (llama.cpp's Qwen3-VL): ``t`` only if
         ``j % 3 == 0`` and ``j < 3 s_t``, ``h``/``w`` as in ``"interleaved"``, and every other
         pair follows the fourth row ``e`` (:eq:`eq:mrope-imrope`), which llama.cpp fills
-        with 0 for text and image tokens. It differs from ``"interleaved"`` where
-        ``3 s_h`` or ``3 s_w`` falls short of ``d/2`` (Qwen3-VL's ``[24, 20, 20]``: pairs 61
-        and 62 of 64).
+        with 0 for text and image tokens. It differs from ``"interleaved"`` exactly on the
+        pairs ``j >= 3 s_a`` with ``j % 3 == a`` (Qwen3-VL's ``[24, 20, 20]``: pairs 61 and
+        62 of 64), which interleaving gives to ``t``.
 
     Returns
     -------

@@ -816,3 +816,11 @@ def test_omni_batch_errors():
         omni_batch_position_ids([[("text", 1)]], [[1], [1]])
     with pytest.raises(ValueError, match="row 0: its segments have 2 tokens"):
         omni_batch_position_ids([[("text", 2)]], [[0, 0, 1]])
+
+
+@given(st.tuples(*[st.integers(0, 10)] * 3).filter(lambda s: sum(s) > 0))
+def test_imrope_differs_from_interleaved_exactly_beyond_each_section(section):
+    j = np.arange(sum(section))
+    beyond = j >= 3 * np.asarray(section)[j % 3]
+    got = mrope_axis_of_pair(section, "imrope") != mrope_axis_of_pair(section, "interleaved")
+    np.testing.assert_array_equal(got, beyond)
