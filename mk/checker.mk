@@ -1,11 +1,12 @@
 # Checker (refimpl/check.py): its tests, its peers, its benchmark.
 # Peers are installed with --no-deps so torch, transformers and numpy stay as pinned; the
-# extra packages are the ones these peers import (see tests/parity/test_checker_peers.py).
+# extra packages are the ones these peers import (see tests/parity/test_checker_peers.py);
+# lmdeploy is FoPE's peer (tests/parity/test_fourier_parity.py loads four of its files).
 
 CHECKER_PEERS_STAMP := $(VENV)/.installed-checker-peers
 CHECKER_PEERS := torchtune==0.6.1 litgpt==0.5.13 lightning==2.6.6 lightning-utilities==0.15.3 \
 	torchmetrics==1.9.0 x-transformers==2.31.10 einx==0.4.3 loguru==0.7.3 \
-	mlx==0.32.4 mlx-cpu==0.32.4 mlx-lm==0.32.2
+	mlx==0.32.4 mlx-cpu==0.32.4 mlx-lm==0.32.2 lmdeploy==0.18.0
 
 $(CHECKER_PEERS_STAMP): $(TORCH_STAMP)
 	$(PY) -m pip install -q --no-deps $(CHECKER_PEERS)

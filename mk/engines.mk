@@ -18,4 +18,4 @@ $(ENGINE_STAMP): $(TORCH_STAMP) pyproject.toml mk/engines.mk
 
 # VLLM_SRC (where vLLM's rotary sources are unpacked) is set in mk/vllm.mk.
 test-engines: $(ENGINE_STAMP)
-	REFIMPL_VLLM_SRC=$(VLLM_SRC) HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m engines tests/engines
+	REFIMPL_VLLM_SRC=$(VLLM_SRC) HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m engines tests/engines tests/test_gguf.py

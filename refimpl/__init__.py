@@ -69,6 +69,13 @@ from .engines import (
     vllm_cos_sin,
 )
 from .families import QueryScaling
+from .fourier import (
+    apply_fope,
+    fope_coefficients,
+    fope_cos_sin,
+    fope_kept,
+    fope_series,
+)
 from .gguf import (
     compare_gguf,
     gguf_rope_metadata,
@@ -109,6 +116,7 @@ from .numerics import (
     transformers_inv_freq_float32,
     ulp_error,
 )
+from .pipelines import PRECISIONS, Precision, precision_cos_sin
 from .polar import apply_pope, pope_inv_freq
 from .positions import context_parallel_indices, varlen_positions
 from .remap import (
@@ -155,11 +163,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PIPELINES",
+    "PRECISIONS",
     "ROPE_SCALINGS",
     "EngineReport",
     "Finding",
     "FrequencyFit",
     "LayerRope",
+    "Precision",
     "QueryScaling",
     "RopeReport",
     "RopeSchedule",
@@ -172,6 +182,7 @@ __all__ = [
     "alibi_shifted_bias",
     "alibi_slopes",
     "angles",
+    "apply_fope",
     "apply_pope",
     "apply_rope",
     "apply_rope_2d",
@@ -202,6 +213,10 @@ __all__ = [
     "exercises",
     "fire_bias",
     "fit_inv_freq",
+    "fope_coefficients",
+    "fope_cos_sin",
+    "fope_kept",
+    "fope_series",
     "frequency_switch_error",
     "ggml_cos_sin",
     "gguf_rope_metadata",
@@ -222,6 +237,7 @@ __all__ = [
     "pairing_permutation",
     "pipeline_cos_sin",
     "pope_inv_freq",
+    "precision_cos_sin",
     "read_gguf_rope",
     "reference_rotation",
     "relative_defect",

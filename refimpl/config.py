@@ -54,7 +54,7 @@ from ._checks import (
     check_real,
 )
 from .families import LayerPlan, QueryScaling
-from .multiaxis import MROPE_LAYOUTS, mrope_axis_of_pair, mrope_cos_sin
+from .multiaxis import MROPE_LAYOUTS, mrope_cos_sin
 from .numerics import round_to
 from .pipelines import PRECISIONS as _PRECISION_RECORDS
 from .rotary import apply_rope_tables, pair_indices
@@ -334,22 +334,7 @@ class RopeSpec:
         dtype('float32')
         """
         check_choice(precision, "precision", PRECISIONS)
-        cos, sin = _PRECISION_RECORDS[precision](self, self._check_positions(positions))
-        if self.mrope_layout == "imrope":
-            cos, sin = self._imrope_text_rows(cos, sin, precision)
-        return cos, sin
-
-    def _imrope_text_rows(self, cos, sin, precision: str):
-        """ggml's IMROPE (llama.cpp's Qwen3-VL) gives a text token the position rows
-        ``(p, p, p, 0)``: the pairs its sector rule assigns to the fourth row stay at position
-        0 (:eq:`eq:mrope-imrope`), where transformers' interleaved layout rotates them."""
-        fourth = mrope_axis_of_pair(self.mrope_section, "imrope") == 3
-        if not fourth.any():
-            return cos, sin
-        c0, s0 = _PRECISION_RECORDS[precision](self, np.zeros(1, dtype=np.int64))
-        cos, sin = cos.copy(), sin.copy()
-        cos[:, fourth], sin[:, fourth] = c0[0, fourth], s0[0, fourth]
-        return cos, sin
+        return _PRECISION_RECORDS[precision](self, self._check_positions(positions))
 
     def mrope_cos_sin(self, position_ids) -> tuple[np.ndarray, np.ndarray]:
         """M-RoPE tables for ``(3, seq)`` position ids (rows t, h, w), float64, each

@@ -50,6 +50,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ._checks import as_positions, check_base, check_choice, check_dim, check_positive, check_real
+from .multiaxis import mrope_axis_of_pair
 from .numerics import round_to, transformers_float32_forward
 from .rotary import cos_sin as _exact_cos_sin
 from .scaling import ROPE_SCALINGS
@@ -750,7 +751,25 @@ class Precision:
     tables: Callable = dataclasses.field(repr=False)
 
     def __call__(self, spec, positions) -> tuple[np.ndarray, np.ndarray]:
-        return self.tables(spec, as_positions(positions))
+        for attribute in ("inv_freq", "rotary_dim", "mrope_layout"):
+            if not hasattr(spec, attribute):
+                raise TypeError(f"spec must be a RopeSpec (it has no {attribute}), got {spec!r}")
+        cos, sin = self.tables(spec, as_positions(positions))
+        if spec.mrope_layout == "imrope":
+            cos, sin = self._imrope_text_rows(spec, cos, sin)
+        return cos, sin
+
+    def _imrope_text_rows(self, spec, cos, sin):
+        """ggml's IMROPE (llama.cpp's Qwen3-VL) gives a text token the position rows
+        ``(p, p, p, 0)``: the pairs its sector rule assigns to the fourth row stay at position
+        0 (:eq:`eq:mrope-imrope`), where transformers' interleaved layout rotates them."""
+        fourth = mrope_axis_of_pair(spec.mrope_section, "imrope") == 3
+        if not fourth.any():
+            return cos, sin
+        c0, s0 = self.tables(spec, np.zeros(1, dtype=np.int64))
+        cos, sin = cos.copy(), sin.copy()
+        cos[:, fourth], sin[:, fourth] = c0[0, fourth], s0[0, fourth]
+        return cos, sin
 
 
 def _records() -> dict:

@@ -786,7 +786,72 @@ CALLS.update(
         ),
     }
 )
+CALLS.update(
+    {
+        # FoPE (refimpl.fourier)
+        "apply_fope": _entry(
+            refimpl.apply_fope,
+            dict(x=X, positions=POS2, inv_freq=F2, cos_coef=np.eye(2), sin_coef=np.eye(2)),
+            {
+                "x": "array",
+                "positions": "positions",
+                "inv_freq": "inv_freq",
+                "cos_coef": "array",
+                "sin_coef": "array",
+                "train_length": "pos_int",
+                "clipped": "choice",
+                "pairing": "choice",
+            },
+        ),
+        "fope_cos_sin": _entry(
+            refimpl.fope_cos_sin,
+            dict(positions=POS2, inv_freq=F2, cos_coef=np.eye(2), sin_coef=np.eye(2)),
+            {
+                "positions": "positions",
+                "inv_freq": "inv_freq",
+                "cos_coef": "array",
+                "sin_coef": "array",
+                "train_length": "pos_int",
+                "clipped": "choice",
+            },
+        ),
+        "fope_kept": _entry(
+            refimpl.fope_kept,
+            dict(inv_freq=F2, train_length=8),
+            {"inv_freq": "inv_freq", "train_length": "pos_int"},
+        ),
+        "fope_series": _entry(
+            refimpl.fope_series,
+            dict(inv_freq=F2, cos_coef=np.eye(2), sin_coef=np.eye(2)),
+            {
+                "inv_freq": "inv_freq",
+                "cos_coef": "array",
+                "sin_coef": "array",
+                "train_length": "pos_int",
+            },
+        ),
+        "fope_coefficients": _entry(
+            refimpl.fope_coefficients,
+            dict(num_freqs=2, num_pairs=2, std=0.1),
+            {
+                "num_freqs": "count",
+                "num_pairs": "count",
+                "std": "real",
+                "heads": "pos_int",
+                "seed": "count",
+            },
+        ),
+        # the precision registry (refimpl.pipelines)
+        "precision_cos_sin": _entry(
+            refimpl.precision_cos_sin,
+            dict(spec=refimpl.rope_from_config(_LLAMA), positions=POS2),
+            {"spec": "spec", "positions": "positions", "precision": "choice"},
+        ),
+    }
+)
 COVERAGE_TYPES = {
+    "PRECISIONS": "CALLS['precision_cos_sin'] (every value is reached by name)",
+    "Precision": "CALLS['precision_cos_sin'] (the registry's records)",
     "Finding": "CALLS['check_rope'] (the report's findings)",
     "EngineReport": "CALLS['engine_differences'] (the result type)",
     "LayerRope": "CALLS['rope_schedule'] (the result's entries)",
@@ -798,6 +863,7 @@ HOSTILE["path"] = [None, 3, 1.5, ["x.npz"], "", "."]
 # file names that exist as no GGUF file (wrong types are still open in gguf.py)
 HOSTILE["file"] = ["", ".", "no-such-file.gguf", "/"]
 HOSTILE["config"] = [5, "no-such-file.json", [1, 2], {"model_type": 5}, {"rope_theta": "x"}]
+HOSTILE["spec"] = [5, None, "llama", {"inv_freq": [1.0]}, [refimpl.RopeSpec]]
 HOSTILE["callable"] = [5, "apply_rope", None, [refimpl.apply_rope]]
 
 

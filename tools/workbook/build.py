@@ -19,6 +19,7 @@ with ``tools/`` on ``sys.path`` (``make workbook`` does this).
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import re
 import shutil
@@ -245,12 +246,40 @@ def build(
             if not is_instructor:
                 written.append(dest)
     for root in [out] + ([pathlib.Path(instructor)] if instructor else []):
-        shutil.copyfile(pathlib.Path(checks_module.__file__), root / CHECKS_FILE)
+        (root / CHECKS_FILE).write_text(checks_source(), encoding="utf8")
         for src, name in SUPPORT.items():
             shutil.copyfile(
                 book.parent / src if not pathlib.Path(src).is_absolute() else src, root / name
             )
     return written
+
+
+def _standalone(text: str) -> str:
+    """A check file's text without the lines that tie it to the package: its
+    ``from __future__`` import, its relative imports of :mod:`tools.workbook.checks` and any
+    ``if __package__:`` block (in the workbook those names are already defined above it)."""
+    drop = set()
+    for node in ast.parse(text).body:
+        tied = (
+            isinstance(node, ast.ImportFrom) and (node.level or node.module == "__future__")
+        ) or (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Name)
+            and node.test.id == "__package__"
+        )
+        if tied:
+            drop.update(range(node.lineno, node.end_lineno + 1))
+    return "\n".join(line for i, line in enumerate(text.splitlines(), 1) if i not in drop)
+
+
+def checks_source() -> str:
+    """The text of the workbook's ``workbook_checks.py``: ``checks.py`` followed by the check
+    files it imports (:data:`tools.workbook.checks.EXTRA_CHECK_MODULES`), one module."""
+    base = pathlib.Path(checks_module.__file__)
+    parts = [_standalone(base.read_text("utf8"))]
+    for name in checks_module.EXTRA_CHECK_MODULES:
+        parts.append(_standalone(base.with_name(f"{name}.py").read_text("utf8")))
+    return "from __future__ import annotations\n\n" + "\n\n\n".join(parts) + "\n"
 
 
 def make_zip(

@@ -2727,3 +2727,12 @@ def _cp_shard(ns):
         what="the positions of rank 1",
         mistakes=[(np.arange(4, 8), "That is a contiguous split; CP balances with two chunks.")],
     )
+
+
+# ------------------------------------------------------------------------------------------
+# Checks kept in files of their own (same shape as the entries above). Imported here, they join
+# CHECKS; the workbook's single workbook_checks.py is this file followed by their text, with
+# their imports of this module removed (tools/workbook/build.py, ``checks_source``).
+EXTRA_CHECK_MODULES = ("checks_toy", "checks_beyond")
+if __package__:  # imported as tools.workbook.checks; in the workbook the text follows instead
+    from . import checks_beyond, checks_toy  # noqa: F401

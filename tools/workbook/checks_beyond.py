@@ -14,7 +14,7 @@ how, hint)`` decorating a grader of the notebook namespace) and registers itself
 import numpy as np
 
 if __package__:  # imported as a module of tools.workbook, not appended to checks.py
-    from .checks import _add, _all, _failed, _int, grade_value
+    from .checks import _add, _all, _choice, _failed, _int, grade_value
 
 # --- beyond-fope ---------------------------------------------------------------------------
 
@@ -114,4 +114,35 @@ def _map_self_extend(ns):
         )
     return _all(
         grade_value(float(rel[i + p, j + p] != rel[i, j]), 1.0, what="the change of rel"),
+    )
+
+
+@_add(
+    "ex-map-shift-test",
+    """
+change_alibi = ...    # largest |B(i + p, j + p) - B(i, j)| for alibi_bias(4, n + p, causal=False)
+change_learned = ...  # the same for S = W @ W.T, W = default_rng(0).standard_normal((n + p, 8))
+relative = ...        # "alibi" or "learned": the one whose scores survive the shift
+""",
+    "Recomputed with n = 24, p = 7 from refimpl.bias.alibi_bias and the seeded table.",
+    "Compare the block of scores starting at (p, p) with the one starting at (0, 0).",
+)
+def _map_shift_test(ns):
+    from refimpl.bias import alibi_bias
+
+    n, p = 24, 7
+    b = alibi_bias(4, n + p, causal=False)
+    want_alibi = float(np.abs(b[:, p : p + n, p : p + n] - b[:, :n, :n]).max())
+    w = np.random.default_rng(0).standard_normal((n + p, 8))
+    s = w @ w.T
+    want_learned = float(np.abs(s[p : p + n, p : p + n] - s[:n, :n]).max())
+    return _all(
+        grade_value(ns["change_alibi"], want_alibi, rtol=0, atol=1e-12, what="change_alibi"),
+        grade_value(ns["change_learned"], want_learned, rtol=1e-9, what="change_learned"),
+        _choice(
+            ns["relative"],
+            "alibi",
+            "the relative one",
+            {"learned": "A learned table gives each position its own row: a shift changes it."},
+        ),
     )
