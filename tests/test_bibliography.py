@@ -16,8 +16,8 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
+yaml = pytest.importorskip("yaml")
 pybtex_database = pytest.importorskip("pybtex.database")
 PlainTextBackend = pytest.importorskip("pybtex.backends.plaintext").Backend
 pytest.importorskip("sphinxcontrib.bibtex")
