@@ -55,7 +55,7 @@ book: $(STAMP)
 book-clean:
 	rm -rf _build
 
-LINTED := refimpl tests benchmarks experiments examples tools book/_plots.py book/_ext
+LINTED := refimpl tests benchmarks experiments examples tools book/_plots.py book/_plots_toy.py book/_ext
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)
@@ -88,7 +88,8 @@ clean:
 	rm -rf _build .pytest_cache .hypothesis artifacts
 
 # Part "What the encodings do": trained toy models; each script writes experiments/results/NAME.json.
-EXPERIMENTS := length_generalisation rope_extension attention_entropy rope_base
+EXPERIMENTS := length_generalisation rope_extension attention_entropy rope_base nope_hybrid \
+	partial_rotary
 
 experiments: $(STAMP)
 	@for e in $(EXPERIMENTS); do echo "== experiments/$$e.py"; $(PY) experiments/$$e.py || exit 1; done
