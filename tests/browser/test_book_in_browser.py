@@ -189,3 +189,17 @@ def test_search_finds(page, server, term):
     page.wait_for_selector("#search-results li", timeout=20000)
     assert page.locator("#search-results li").count() >= 1
     assert not _foreign(page.requests)
+
+
+_WIDE_CODE = """() => Array.from(document.querySelectorAll('div.cell_input pre, div.highlight pre'))
+  .filter(el => Math.max(...el.textContent.split('\\n').map(l => l.length)) <= 88)
+  .filter(el => el.scrollWidth > el.clientWidth + 1)
+  .map(el => el.textContent.split('\\n').sort((a, b) => b.length - a.length)[0])"""
+
+
+@pytest.mark.parametrize("rel", _pages())
+def test_code_of_88_columns_fits_without_scrolling(page, server, rel):
+    # the pages wrap code at 88 columns; at a desktop width such a block must fit the column
+    page.goto(f"{server}/{rel}", wait_until="load")
+    wide = page.evaluate(_WIDE_CODE)
+    assert not wide, f"{rel}: {len(wide)} code block(s) scroll sideways, e.g. {wide[0]!r}"
