@@ -197,9 +197,11 @@ _WIDE_CODE = """() => Array.from(document.querySelectorAll('div.cell_input pre, 
   .map(el => el.textContent.split('\\n').sort((a, b) => b.length - a.length)[0])"""
 
 
-@pytest.mark.parametrize("rel", _pages())
+@pytest.mark.parametrize("rel", [r for r in _pages() if not r.startswith("book/api")])
 def test_code_of_88_columns_fits_without_scrolling(page, server, rel):
-    # the pages wrap code at 88 columns; at a desktop width such a block must fit the column
+    # the chapters wrap code at 88 columns; at a desktop width such a block must fit the column
+    # (the API pages show the package's docstrings, indented in definition lists, whose lines
+    # follow the package's 100-column limit)
     page.goto(f"{server}/{rel}", wait_until="load")
     wide = page.evaluate(_WIDE_CODE)
     assert not wide, f"{rel}: {len(wide)} code block(s) scroll sideways, e.g. {wide[0]!r}"
