@@ -33,6 +33,7 @@ import numpy as np
 
 from .config import LayerRope, RopeSchedule, RopeSpec, load_config
 from .multiaxis import mrope_axis_of_pair
+from .pipelines import llamacpp_llama3_factors
 from .scaling import ROPE_SCALINGS
 
 __all__ = [
@@ -500,23 +501,14 @@ def _spec_method(rope: GgufRope, args: dict) -> tuple[str, dict]:
 def _llama3_factors(spec: RopeSpec, top_original) -> np.ndarray:
     """The rope_freqs divisors llama.cpp's converter writes for a llama3 config."""
     p = spec.params
-    L = float(top_original or _LLAMA3_CONVERTER_ORIGINAL)
-    low, high, factor = p["low_freq_factor"], p["high_freq_factor"], p["factor"]
-    wavelength = (
-        2.0
-        * np.pi
-        * np.asarray(spec.base, float) ** (np.arange(0, spec.rotary_dim, 2) / spec.rotary_dim)
+    return llamacpp_llama3_factors(
+        spec.rotary_dim,
+        spec.base,
+        p["factor"],
+        p["low_freq_factor"],
+        p["high_freq_factor"],
+        top_original or _LLAMA3_CONVERTER_ORIGINAL,
     )
-    out = np.empty_like(wavelength)
-    for i, lam in enumerate(wavelength):
-        if lam < L / high:
-            out[i] = 1.0
-        elif lam > L / low:
-            out[i] = factor
-        else:  # [eq:engines-llama3-factors]
-            smooth = (L / lam - low) / (high - low)
-            out[i] = 1.0 / ((1.0 - smooth) / factor + smooth)
-    return out
 
 
 def gguf_rope_metadata(config) -> dict:
