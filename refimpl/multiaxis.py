@@ -662,12 +662,7 @@ def mrope_batch_position_ids(
     >>> out.rope_deltas.tolist()
     [0, 0]
     """
-    types = _int_matrix(token_types, "token_types")
-    if types.size and (types.min() < 0 or types.max() > 2):
-        raise ValueError("token_types must hold 0 (text), 1 (image) or 2 (video)")
-    mask = np.ones_like(types, dtype=bool) if attention_mask is None else _mask(attention_mask)
-    if mask.shape != types.shape:
-        raise ValueError(f"attention_mask shape {mask.shape} != token_types shape {types.shape}")
+    types, mask = _types_and_mask(token_types, attention_mask, ("text", "image", "video"))
     split = check_flag(split_video_frames, "split_video_frames")
     queues = {
         "image": _grid_queue(image_grid_thw, "image_grid_thw", False),
@@ -695,6 +690,22 @@ def mrope_batch_position_ids(
     if left:
         raise ValueError(f"{left[0]}_grid_thw has more rows than the batch has {left[0]} runs")
     return MRopeBatchPositions(ids, deltas)
+
+
+def _types_and_mask(
+    token_types, attention_mask, kinds: tuple, model: str = ""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``(B, S)`` token types (``k`` stands for ``kinds[k]``) and the boolean
+    attention mask of the same shape (all ones when None)."""
+    types = _int_matrix(token_types, "token_types")
+    if types.size and (types.min() < 0 or types.max() >= len(kinds)):
+        named = [f"{k} ({kind})" for k, kind in enumerate(kinds)]
+        allowed = ", ".join(named[:-1]) + " or " + named[-1]
+        raise ValueError(f"token_types must hold {allowed}{model}")
+    mask = np.ones_like(types, dtype=bool) if attention_mask is None else _mask(attention_mask)
+    if mask.shape != types.shape:
+        raise ValueError(f"attention_mask shape {mask.shape} != token_types shape {types.shape}")
+    return types, mask
 
 
 def _mask(attention_mask) -> np.ndarray:
@@ -808,12 +819,7 @@ def hunyuanvl_position_ids(
     >>> out.position_ids[:, 0].tolist()
     [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [0, 1, 0, 1, 2, 0, 1, 2, 8, 9], [0, 1, 0, 0, 0, 1, 1, 1, 8, 9], [0, 1, 0, 0, 0, 0, 0, 0, 8, 9]]
     """  # noqa: E501
-    types = _int_matrix(token_types, "token_types")
-    if types.size and (types.min() < 0 or types.max() > 1):
-        raise ValueError("token_types must hold 0 (text) or 1 (image) for HunYuanVL")
-    mask = np.ones_like(types, dtype=bool) if attention_mask is None else _mask(attention_mask)
-    if mask.shape != types.shape:
-        raise ValueError(f"attention_mask shape {mask.shape} != token_types shape {types.shape}")
+    types, mask = _types_and_mask(token_types, attention_mask, ("text", "image"), " for HunYuanVL")
     a = check_positive_int(n_axes, "n_axes")
     if a < 3:
         raise ValueError(f"n_axes must be at least 3 (w, h, image index), got {a}")
