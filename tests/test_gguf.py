@@ -431,6 +431,10 @@ def test_mrope_layouts_match_ggml_rope_multi(tmp_path, cfg, mode):
         c_live, s_live = _ggml_rope_multi(text, 128, sections, mode, g.base)
         np.testing.assert_array_equal(c_live[:, [61, 62]], 1.0)
         np.testing.assert_array_equal(s_live[:, [61, 62]], 0.0)
+        # and the spec read from the file gives text positions the same tables
+        c, s = g.cos_sin(p)
+        tol = 4096 * 64 * 2.0**-24
+        assert np.abs(c - c_live).max() < tol and np.abs(s - s_live).max() < tol
 
 
 def test_qwen3_next_linear_attention_layers_have_no_rope(tmp_path):
