@@ -116,7 +116,7 @@ from .numerics import (
     transformers_inv_freq_float32,
     ulp_error,
 )
-from .pipelines import PRECISIONS, Precision, precision_cos_sin
+from .pipelines import PRECISIONS, Precision
 from .polar import apply_pope, pope_inv_freq
 from .positions import context_parallel_indices, varlen_positions
 from .remap import (
@@ -237,7 +237,6 @@ __all__ = [
     "pairing_permutation",
     "pipeline_cos_sin",
     "pope_inv_freq",
-    "precision_cos_sin",
     "read_gguf_rope",
     "reference_rotation",
     "relative_defect",

@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ._checks import as_positions, check_base, check_choice, check_dim, check_positive, check_real
+from ._checks import as_positions, check_base, check_dim, check_positive, check_real
 from .multiaxis import mrope_axis_of_pair
 from .numerics import round_to, transformers_float32_forward
 from .rotary import cos_sin as _exact_cos_sin
@@ -62,7 +62,6 @@ __all__ = [
     "ggml_yarn_corr_dims",
     "llamacpp_llama3_factors",
     "mlx_cos_sin",
-    "precision_cos_sin",
     "spec_ggml_arguments",
     "spec_mlx_arguments",
     "spec_vllm_arguments",
@@ -794,27 +793,3 @@ def _records() -> dict:
 
 #: The one registry of precision names: ``name -> Precision``.
 PRECISIONS: Mapping[str, Precision] = types.MappingProxyType(_records())
-
-
-def precision_cos_sin(spec, positions, precision: str = "float64"):
-    """A spec's half-width tables in precision ``precision`` (a key of :data:`PRECISIONS`).
-
-    Parameters
-    ----------
-    spec : RopeSpec
-    positions : array_like, shape (seq,)
-    precision : str, default "float64"
-
-    Returns
-    -------
-    cos, sin : numpy.ndarray, each shape (seq, rotary_dim // 2)
-        float64 for ``"float64"``, float32 otherwise (holding bfloat16/float16 values for
-        those precisions).
-
-    Raises
-    ------
-    ValueError
-        An unknown name (listing the known ones), or a spec the engine cannot run.
-    """
-    check_choice(precision, "precision", tuple(PRECISIONS))
-    return PRECISIONS[precision](spec, positions)

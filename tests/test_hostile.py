@@ -842,16 +842,15 @@ CALLS.update(
             },
         ),
         # the precision registry (refimpl.pipelines)
-        "precision_cos_sin": _entry(
-            refimpl.precision_cos_sin,
+        "PRECISIONS": _entry(
+            refimpl.PRECISIONS["ggml-float32"],
             dict(spec=refimpl.rope_from_config(_LLAMA), positions=POS2),
-            {"spec": "spec", "positions": "positions", "precision": "choice"},
+            {"spec": "spec", "positions": "positions"},
         ),
     }
 )
 COVERAGE_TYPES = {
-    "PRECISIONS": "CALLS['precision_cos_sin'] (every value is reached by name)",
-    "Precision": "CALLS['precision_cos_sin'] (the registry's records)",
+    "Precision": "CALLS['PRECISIONS'] (a record of the registry, called directly)",
     "Finding": "CALLS['check_rope'] (the report's findings)",
     "EngineReport": "CALLS['engine_differences'] (the result type)",
     "LayerRope": "CALLS['rope_schedule'] (the result's entries)",

@@ -20,7 +20,7 @@ from refimpl.config import PRECISIONS as SPEC_PRECISIONS
 from refimpl.engines import ENGINE_PRECISIONS, ggml_cos_sin, mlx_cos_sin, vllm_cos_sin
 from refimpl.gguf import GgufRope, _full_and_local, gguf_rope_metadata, llamacpp_rope_parameters
 from refimpl.numerics import PIPELINES, error_bound, round_to
-from refimpl.pipelines import PRECISIONS, precision_cos_sin
+from refimpl.pipelines import PRECISIONS
 
 F = np.float32
 HERE = os.path.dirname(__file__)
@@ -177,7 +177,7 @@ def test_every_precision_through_the_spec_follows_the_exact_tables(name):
     assert np.all(np.abs(c - ce) <= bound) and np.all(np.abs(s - se) <= bound)
     # one YaRN magnitude in every engine for this config (within the table format)
     assert abs(float(c[0, 0]) / spec.attention_scaling - 1) <= unit
-    assert precision_cos_sin(spec, pos[:3], name)[0].dtype == c.dtype
+    assert PRECISIONS[name](spec, pos[:3])[0].dtype == c.dtype  # the record, called directly
 
 
 def test_numerics_names_mean_the_same_arithmetic():
