@@ -102,7 +102,6 @@ ARCH_ROPE_MODES = {
 # Architectures that switch to MROPE when the file has sections (llama-model.cpp: use_mrope(),
 # sections[0] > 0 and sections[1] > 0); the others above need the sections to load at all.
 _MROPE_IF_SECTIONS = frozenset({"glm4", "glm4moe"})
-_MROPE_REQUIRED = frozenset({"qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"})
 # llama.cpp's M-RoPE rope types -> refimpl's section layouts (refimpl.multiaxis); "imrope" is
 # ggml's own sector rule, not transformers' "interleaved".
 _MROPE_LAYOUT_OF_MODE = {"mrope": "blocked", "imrope": "imrope"}
@@ -177,7 +176,6 @@ _LINEAR_ATTENTION_ARCHS = frozenset({"qwen3next", "qwen35", "qwen35moe"})
 _FULL_ATTENTION_INTERVAL = 4
 # float32 storage of a float key: values agree when within a few float32 rounding errors.
 _F32_AGREE = 4 * 2.0**-24
-_GGUF_TO_HF_TYPE = {"none": "default", "linear": "linear", "yarn": "yarn", "longrope": "longrope"}
 
 
 @dataclasses.dataclass(frozen=True)
