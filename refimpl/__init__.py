@@ -120,6 +120,7 @@ from .pipelines import PRECISIONS, Precision
 from .polar import apply_pope, pope_inv_freq
 from .positions import context_parallel_indices, varlen_positions
 from .remap import (
+    DualChunkAttention,
     dual_chunk_relative_positions,
     relative_rope_scores,
     rerope_relative_positions,
@@ -165,6 +166,7 @@ __all__ = [
     "PIPELINES",
     "PRECISIONS",
     "ROPE_SCALINGS",
+    "DualChunkAttention",
     "EngineReport",
     "Finding",
     "FrequencyFit",

@@ -21,6 +21,9 @@ meant to produce, and the book's figure draws them side by side.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
 import numpy as np
 
 from ._checks import as_float_array, check_count, check_positive, check_positive_int
@@ -28,6 +31,7 @@ from .bias import _query_key_positions
 from .rotary import _resolve_inv_freq, apply_rope, pair_indices
 
 __all__ = [
+    "DualChunkAttention",
     "dual_chunk_relative_positions",
     "relative_rope_scores",
     "rerope_relative_positions",
@@ -147,6 +151,71 @@ def self_extend_relative_positions(
     i, j, dist = _grid(q_len, k_len, query_offset)
     grouped = j // g - (i // g + w - w // g)  # [eq:remap-self-extend]
     return np.where(dist >= w, grouped, j - i).astype(np.float64)
+
+
+@dataclasses.dataclass(frozen=True)
+class DualChunkAttention:
+    """A model's Dual Chunk Attention settings (``dual_chunk_attention_config``).
+
+    Attributes
+    ----------
+    chunk_size : int
+        ``chunk_size``: the longest relative position any query sees (Qwen2.5-1M: 262144).
+    local_size : int
+        ``local_size``: the overlap kept local; chunks are ``chunk_size - local_size``
+        positions long (Qwen2.5-1M: 8192).
+    original_max_position : int or None
+        ``original_max_position_embeddings`` when the config states it.
+    extra : tuple of (str, object)
+        The config's other keys (vLLM's sparse-attention settings, for example), kept as
+        read so that a description can list them; nothing here interprets them.
+
+    Notes
+    -----
+    transformers reads the key into the config and ignores it (its attention is ordinary
+    RoPE attention); vLLM and SGLang run Dual Chunk Attention when it is present.
+    """
+
+    chunk_size: int
+    local_size: int
+    original_max_position: int | None = None
+    extra: tuple = ()
+
+    def __post_init__(self):
+        size = check_positive_int(self.chunk_size, "chunk_size")
+        local = check_count(self.local_size, "local_size")
+        if size - local < 1:
+            raise ValueError(f"chunk_size - local_size must be >= 1, got {size} - {local}")
+        if self.original_max_position is not None:
+            check_positive_int(self.original_max_position, "original_max_position_embeddings")
+
+    @property
+    def chunk_len(self) -> int:
+        """Length of a chunk, ``chunk_size - local_size``."""
+        return self.chunk_size - self.local_size
+
+    @classmethod
+    def from_config(cls, value) -> DualChunkAttention:
+        """The record of a config's ``dual_chunk_attention_config`` mapping.
+
+        ``chunk_size`` and ``local_size`` are required; a missing one raises ValueError
+        naming it.
+        """
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                "dual_chunk_attention_config must be a mapping, got " + type(value).__name__
+            )
+        for key in ("chunk_size", "local_size"):
+            if key not in value:
+                raise ValueError(f"dual_chunk_attention_config lacks the key {key!r}")
+        known = ("chunk_size", "local_size", "original_max_position_embeddings")
+        extra = tuple(sorted((str(k), v) for k, v in value.items() if k not in known))
+        return cls(
+            chunk_size=value["chunk_size"],
+            local_size=value["local_size"],
+            original_max_position=value.get("original_max_position_embeddings"),
+            extra=extra,
+        )
 
 
 def dual_chunk_relative_positions(

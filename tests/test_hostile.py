@@ -857,6 +857,7 @@ COVERAGE_TYPES = {
     "QueryScaling": "CALLS['rope_schedule'] (a layer's query scaling)",
     "RopeSchedule": "CALLS['rope_schedule'] (the result type)",
     "ScalingMethod": "test_scaling_methods_refuse_hostile_parameters_by_name (the records)",
+    "DualChunkAttention": "test_dual_chunk_attention_refuses_hostile_settings",
 }
 HOSTILE["path"] = [None, 3, 1.5, ["x.npz"], "", "."]
 # file names that exist as no GGUF file (wrong types are still open in gguf.py)
@@ -1401,6 +1402,17 @@ COVERAGE.update(
         **COVERAGE_TYPES,
     }
 )
+
+
+@pytest.mark.parametrize("key", ["chunk_size", "local_size", "original_max_position_embeddings"])
+@pytest.mark.parametrize("value", [None, -1, 1.5, "8", True, float("nan"), [4]])
+def test_dual_chunk_attention_refuses_hostile_settings(key, value):
+    cfg = {"chunk_size": 16, "local_size": 4, "original_max_position_embeddings": 16}
+    if value is None and key == "original_max_position_embeddings":
+        return  # None means "not stated"
+    cfg[key] = value
+    with pytest.raises((ValueError, TypeError), match=key):
+        refimpl.DualChunkAttention.from_config(cfg)
 
 
 def test_every_public_name_is_covered_by_this_suite():

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import refimpl
 from refimpl import apply_rope, inv_freq, round_to
 from refimpl.remap import (
     dual_chunk_relative_positions,
@@ -220,3 +221,17 @@ def test_repeated_float32_shifts_accumulate_rounding():
 def test_bad_arguments_are_named(call, word):
     with pytest.raises((ValueError, TypeError), match=word):
         call()
+
+
+def test_dual_chunk_attention_record_reads_a_config():
+    dca = refimpl.DualChunkAttention.from_config(
+        {"chunk_size": 262144, "local_size": 8192, "original_max_position_embeddings": 262144}
+    )
+    assert (dca.chunk_size, dca.local_size, dca.chunk_len) == (262144, 8192, 253952)
+    assert dca.original_max_position == 262144 and dca.extra == ()
+    with pytest.raises(ValueError, match="local_size"):
+        refimpl.DualChunkAttention.from_config({"chunk_size": 8})
+    with pytest.raises(ValueError, match="chunk_size - local_size"):
+        refimpl.DualChunkAttention(chunk_size=4, local_size=4)
+    with pytest.raises(TypeError, match="dual_chunk_attention_config"):
+        refimpl.DualChunkAttention.from_config([1, 2])
