@@ -129,6 +129,7 @@ from .remap import (
     self_extend_relative_positions,
 )
 from .rotary import (
+    ExactFrequencies,
     angles,
     apply_rope,
     apply_rope_complex,
@@ -163,6 +164,7 @@ from .xpos import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ExactFrequencies",
     "PIPELINES",
     "PRECISIONS",
     "ROPE_SCALINGS",
