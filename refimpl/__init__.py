@@ -164,12 +164,12 @@ from .xpos import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "ExactFrequencies",
     "PIPELINES",
     "PRECISIONS",
     "ROPE_SCALINGS",
     "DualChunkAttention",
     "EngineReport",
+    "ExactFrequencies",
     "Finding",
     "FrequencyFit",
     "LayerRope",

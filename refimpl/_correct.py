@@ -338,8 +338,8 @@ def direct(m, prep: _Prepared, cols=None, ws: _Scratch | None = None):
     np.multiply(rl, uh, out=tmp)
     np.subtract(rl, tmp, out=tmp)
     np.add(tmp, s_lo, out=s_lo)
-    ch, cl, chh, chl = (np.take(a, j, out=ws("T" + k)) for a, k in zip(t["c"], "abcd"))
-    sh, sl, shh, shl = (np.take(a, j, out=ws("T" + k)) for a, k in zip(t["s"], "efgh"))
+    ch, cl, chh, chl = (np.take(a, j, out=ws("T" + k)) for a, k in zip(t["c"], "abcd", strict=True))
+    sh, sl, shh, shl = (np.take(a, j, out=ws("T" + k)) for a, k in zip(t["s"], "efgh", strict=True))
     # cos x = Tc - Ts sin r - Tc (1 - cos r)   [eq:numerics-cr-recombine]
     hc, lc = _recombine(ws, "c", ch, cl, chh, chl, sh, sl, shh, shl, rh, rhh, rhl, uh, uhh,
                         uhl, ul, s_lo, minus=True)  # fmt: skip
@@ -574,14 +574,12 @@ def correct_cos_sin(positions, frequencies, attention_scaling: float = 1.0):
     check_domain(pos, prep)
     scale = check_scale(float(attention_scaling))
     run = _Run(pos, prep, scale)
-    cols = prep.theta_hi.shape[0]
     regular = np.nonzero(~prep.zero & (prep.turns == 0))[0]
     anchored = _anchorable(run.apos) and regular.size
     if anchored:
         ok_cols = regular[prep.phi[0][0, regular] >= TINY_PRODUCT]
         _anchored(run, ok_cols)
-        direct_cols = np.setdiff1d(np.nonzero(prep.turns > 0)[0], [], assume_unique=True)
-        direct_cols = np.union1d(direct_cols, np.setdiff1d(regular, ok_cols))
+        direct_cols = np.union1d(np.nonzero(prep.turns > 0)[0], np.setdiff1d(regular, ok_cols))
     else:
         direct_cols = np.nonzero(~prep.zero)[0]
     if direct_cols.size:

@@ -1554,7 +1554,7 @@ class ScalingMethod:
         return self.emulation(dim=dim, base=base, **params).astype(_F32)
 
     def exact_frequencies(self, **params) -> ExactFrequencies:
-        """The method's frequencies as exact real numbers, for these parameters.
+        r"""The method's frequencies as exact real numbers, for these parameters.
 
         Each record states what is exact: bases, factors and divisors are the given float64
         numbers taken exactly, powers and :math:`\pi` are the real ones; where the method
