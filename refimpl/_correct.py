@@ -61,7 +61,7 @@ TINY_PRODUCT = 2.0**-700
 # |attention_scaling| outside [2^-400, 2^400] (other than 0) would let the scaled
 # double-double's error term underflow or its splitting overflow.
 SCALE_RANGE = (2.0**-400, 2.0**400)
-_BLOCK = 8192  # entries per vectorised step: temporaries of 64 KiB stay in cache
+_BLOCK = 4096  # entries per vectorised step: temporaries of 32 KiB stay in cache
 _MAX_FALLBACK_BITS = 1 << 16  # the Ziv loop always ends far below (transcendence)
 
 # ------------------------------------------------------------------ the error-bound constants
