@@ -182,24 +182,25 @@ def prepare(freqs: ExactFrequencies) -> _Prepared:
     return _Prepared(freqs, phi, theta, zero, turns)
 
 
-def check_domain(pos: np.ndarray, prep: _Prepared, name: str = "positions") -> None:
+def check_domain(pos: np.ndarray, prep: _Prepared, method: str = "correct") -> None:
     """Refuse angles beyond ``MAX_ANGLE``: ``max |m| * max theta > 2^31`` rad."""
     if not pos.size or not prep.theta_hi.size:
         return
     top = float(np.max(np.abs(pos))) * float(np.max(prep.theta_hi))
     if top > MAX_ANGLE:
         raise ValueError(
-            f"{name}: method='correct' is proved for angles |position * inv_freq| <= 2**31 rad; "
+            f"positions: method={method!r} is proved for angles |position * inv_freq| <= 2**31 "
+            f"rad; "
             f"the largest angle here is {top:.4g} rad "
             f"(max |position| = {float(np.max(np.abs(pos))):.6g})"
         )
 
 
-def check_scale(scale: float) -> float:
+def check_scale(scale: float, method: str = "correct") -> float:
     """``attention_scaling`` must be 0 or of magnitude in :data:`SCALE_RANGE`."""
     if scale != 0.0 and not SCALE_RANGE[0] <= abs(scale) <= SCALE_RANGE[1]:
         raise ValueError(
-            f"attention_scaling: method='correct' rounds s * cos and s * sin for |s| in "
+            f"attention_scaling: method={method!r} rounds s * cos and s * sin for |s| in "
             f"[2**-400, 2**400] (or s = 0), got {scale!r}"
         )
     return scale
@@ -484,7 +485,8 @@ class _Run:
         self.cos = np.empty((rows, cols))
         self.sin = np.empty((rows, cols))
         self.mag = abs(scale) if scale != 0.0 else 1.0  # folded in before the test
-        self.pending: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, cols) undecided
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []  # anchored, undecided
+        self.undecided: list[tuple[np.ndarray, np.ndarray]] = []  # direct, undecided
         self.fallbacks = [0, 0]  # entries re-evaluated directly, then exactly
 
     def finish(self, ws, hc, lc, ec, hs, ls, es, out=(None, None)):
@@ -503,7 +505,7 @@ class _Run:
         vc, vs, ok = self.finish(ws, *parts, self.views(slice(r0, r1), cols, (r1 - r0, cols.size)))
         np.greater(ok, tiny, out=ok)  # ok and not tiny
         self.put(slice(r0, r1), cols, vc, vs)
-        self.note(ok, r0, cols)
+        self.note(ok, r0, cols, self.undecided)
 
     def views(self, rows: slice, cols, shape):
         """Where a block's values go: views of the tables when it has every column."""
@@ -522,11 +524,12 @@ class _Run:
             self.cos[rows, cols] = vc
             self.sin[rows, cols] = vs
 
-    def note(self, ok, r0, cols):
-        """Remember the undecided entries of a block starting at row ``r0``."""
+    def note(self, ok, r0, cols, where=None):
+        """Remember the undecided entries of a block starting at row ``r0`` (in ``where``,
+        by default the anchored ones that the direct step redoes)."""
         if not ok.all():
             bad_r, bad_c = np.nonzero(~ok)
-            self.pending.append((bad_r + r0, cols[bad_c]))
+            (self.pending if where is None else where).append((bad_r + r0, cols[bad_c]))
 
 
 def _test(ws, key, h, lo, e, mag, ok, out=None):
@@ -548,7 +551,7 @@ def _test(ws, key, h, lo, e, mag, ok, out=None):
     return lo_end
 
 
-def correct_cos_sin(positions, frequencies, attention_scaling: float = 1.0):
+def correct_cos_sin(positions, frequencies, attention_scaling: float = 1.0, stats=None):
     """Correctly rounded ``attention_scaling * cos(m theta_i)`` and ``... sin(m theta_i)``.
 
     Parameters
@@ -559,6 +562,9 @@ def correct_cos_sin(positions, frequencies, attention_scaling: float = 1.0):
         The exact :math:`\\theta_i`.
     attention_scaling : float
         Folded in before the rounding test (0 or magnitude in :data:`SCALE_RANGE`).
+    stats : dict, optional
+        Receives ``entries``, ``direct`` (entries the anchored step left undecided, redone
+        by the direct step) and ``exact`` (entries decided by the integer fallback).
 
     Returns
     -------
@@ -601,6 +607,10 @@ def correct_cos_sin(positions, frequencies, attention_scaling: float = 1.0):
         run.cos *= factor
         run.sin *= factor
     run.sin[np.signbit(pos)] *= -1.0  # sin(-x) = -sin(x), exactly   [eq:numerics-cr-sign]
+    if stats is not None:
+        stats["entries"] = stats.get("entries", 0) + run.cos.size
+        stats["direct"] = stats.get("direct", 0) + run.fallbacks[0]
+        stats["exact"] = stats.get("exact", 0) + run.fallbacks[1]
     return run.cos, run.sin
 
 
@@ -610,44 +620,45 @@ def _anchorable(apos) -> bool:
 
 
 def _turn_specials(run: _Run) -> None:
-    """Exact values where ``cos, sin(2 pi m / n)`` are rational (``12 (m mod n) / n``
-    whole; Niven's theorem) in the columns of whole turns; drop them from the pending list."""
+    """Undecided entries of the columns of whole turns, where ``cos, sin(2 pi m / n)`` may be
+    rational (``12 (m mod n) / n`` whole; Niven's theorem: 0, +-1/2, +-1) and no error bound
+    can decide them: the exact step gives them their exact values."""
     prep = run.prep
-    if not np.any(prep.turns) or not run.pending:
+    if not np.any(prep.turns):
         return
     kept = []
-    for rows, cols in run.pending:
+    for rows, cols in run.undecided:
         n = prep.turns[cols]
-        special = n > 0
-        for k in np.nonzero(special)[0]:
+        for k in np.nonzero(n > 0)[0]:
             c, s = exact_entry(float(run.apos[rows[k]]), _Turns(int(n[k])), run.mag)
             run.cos[rows[k], cols[k]], run.sin[rows[k], cols[k]] = c, s
-        kept.append((rows[~special], cols[~special]))
-    run.pending = kept
+        kept.append((rows[n == 0], cols[n == 0]))
+    run.undecided = kept
 
 
 def _resolve(run: _Run) -> None:
-    """Pending entries: the direct path (for anchored ones), then the exact loop."""
-    if not run.pending:
-        return
-    rows = np.concatenate([r for r, _ in run.pending])
-    cols = np.concatenate([c for _, c in run.pending])
-    run.pending = []
-    if not rows.size:
-        return
-    keep = run.apos[rows] != 0.0
-    rows, cols = rows[keep], cols[keep]
-    run.fallbacks[0] += rows.size
-    ws = _Scratch(rows.shape)
-    *parts, tiny = direct(run.apos[rows], run.prep, cols, ws)
-    vc, vs, ok = run.finish(ws, *parts)
-    ok &= ~tiny
-    run.cos[rows, cols] = vc
-    run.sin[rows, cols] = vs
-    for r, c in zip(rows[~ok], cols[~ok], strict=True):
-        run.fallbacks[1] += 1
-        col = run.prep.freqs.columns[c]
-        run.cos[r, c], run.sin[r, c] = exact_entry(float(run.apos[r]), col, run.mag)
+    """Undecided entries: the anchored ones by the direct step, then every one still
+    undecided by the exact integer loop."""
+    if run.pending:
+        rows = np.concatenate([r for r, _ in run.pending])
+        cols = np.concatenate([c for _, c in run.pending])
+        run.pending = []
+        run.fallbacks[0] += rows.size
+        ws = _Scratch(rows.shape)
+        *parts, tiny = direct(run.apos[rows], run.prep, cols, ws)
+        vc, vs, ok = run.finish(ws, *parts)
+        ok &= ~tiny
+        run.cos[rows, cols] = vc
+        run.sin[rows, cols] = vs
+        run.undecided.append((rows[~ok], cols[~ok]))
+    for rows, cols in run.undecided:
+        for r, c in zip(rows, cols, strict=True):
+            if run.apos[r] == 0.0:
+                continue  # set exactly by the caller
+            run.fallbacks[1] += 1
+            col = run.prep.freqs.columns[c]
+            run.cos[r, c], run.sin[r, c] = exact_entry(float(run.apos[r]), col, run.mag)
+    run.undecided = []
 
 
 # ---------------------------------------------------------------------- anchored (integers)

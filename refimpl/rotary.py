@@ -284,7 +284,7 @@ class _TableMethod:
         if method in _ROUNDED_METHODS:
             from ._correct import check_scale
 
-            check_scale(scale)
+            check_scale(scale, method)
         self.lo_tables = addition_lo_tables(self.theta) if method == "addition" else None
 
     def check(self, pos):
@@ -293,7 +293,7 @@ class _TableMethod:
         elif self.method in _ROUNDED_METHODS:
             from ._correct import check_domain, prepare
 
-            check_domain(pos, prepare(self.freqs))
+            check_domain(pos, prepare(self.freqs), self.method)
 
     def __call__(self, pos):
         if self.method == "fast":
