@@ -175,19 +175,19 @@ def _mp_theta(rec, params, i):
         (
             "llama3",
             dict(factor=8.0, original_max_position=8192, low_freq_factor=1.0, high_freq_factor=4.0),
-        ),  # fmt: skip
+        ),
         (
             "llama3",
             dict(
                 factor=32.0, original_max_position=8192, low_freq_factor=1.0, high_freq_factor=1.0
             ),
-        ),  # fmt: skip
+        ),
         (
             "yarn_paper",
             dict(
                 factor=16.0, original_max_position=4096, beta_fast=32.0, beta_slow=1.0, ramp="paper"
             ),
-        ),  # fmt: skip
+        ),
         (
             "longrope",
             dict(
@@ -197,7 +197,7 @@ def _mp_theta(rec, params, i):
                 factor=32.0,
                 seq_len=8192,
             ),
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_scaled_frequencies_are_the_records_exact_values(rec, params):
