@@ -256,7 +256,7 @@ def cos_sin(
     (0.9950041652780258, 0.09983341664682815)
     >>> c, s = cos_sin([2**31 - 1], dim=4, base=100.0, method="correct")
     >>> float(s[0, 0])  # sin(2^31 - 1), correctly rounded
-    -0.7211787633537818
+    -0.7249165551445564
     """
     check_choice(method, "method", COS_SIN_METHODS)
     scale = check_real(attention_scaling, "attention_scaling")
