@@ -16,17 +16,17 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import importlib.util  # noqa: E402
-import pathlib  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+import importlib.util
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import refimpl  # noqa: E402
+import refimpl
 
 FAITHFUL_COMMIT = "da11a97"
 
@@ -47,21 +47,23 @@ def _faithful_module():
     return module
 
 
+def _methods(faithful, n, d, b):
+    pos = np.arange(float(n))
+    theta = refimpl.inv_freq(d, b)
+    return {
+        "fast": lambda: refimpl.cos_sin(pos, theta),
+        "correct": lambda: refimpl.cos_sin(pos, dim=d, base=b, method="correct"),
+        "correct, fractional": lambda: refimpl.cos_sin(pos + 0.5, dim=d, base=b, method="correct"),
+        "faithful (former accurate)": lambda: faithful.accurate_cos_sin(pos, dim=d, base=b),
+        "faithful, fractional": lambda: faithful.accurate_cos_sin(pos + 0.5, dim=d, base=b),
+    }
+
+
 def main() -> None:
     faithful = _faithful_module()
     d, b = 128, 500000.0
     for n in (4096, 131072):
-        pos = np.arange(float(n))
-        theta = refimpl.inv_freq(d, b)
-        fns = {
-            "fast": lambda: refimpl.cos_sin(pos, theta),
-            "correct": lambda: refimpl.cos_sin(pos, dim=d, base=b, method="correct"),
-            "correct, fractional": lambda: refimpl.cos_sin(
-                pos + 0.5, dim=d, base=b, method="correct"
-            ),
-            "faithful (former accurate)": lambda: faithful.accurate_cos_sin(pos, dim=d, base=b),
-            "faithful, fractional": lambda: faithful.accurate_cos_sin(pos + 0.5, dim=d, base=b),
-        }
+        fns = _methods(faithful, n, d, b)
         for fn in fns.values():
             fn()
         times = {k: [] for k in fns}
