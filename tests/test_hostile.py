@@ -1425,7 +1425,7 @@ COVERAGE.update(
         "ScaledFrequencies": "test_scaling_methods_refuse_hostile_parameters_by_name (result)",
         "UnknownRopeTypeError": "CALLS['scale_frequencies'] (rope_type='no-such-choice')",
         "__version__": "a string, no argument",
-        "ExactFrequencies": "CALLS['ExactFrequencies.power'] (and CALLS['ExactFrequencies.binary'])",
+        "ExactFrequencies": "CALLS['ExactFrequencies.power'] (and ...binary)",
         **COVERAGE_TYPES,
     }
 )
