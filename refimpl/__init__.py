@@ -129,6 +129,7 @@ from .remap import (
     self_extend_relative_positions,
 )
 from .rotary import (
+    ExactFrequencies,
     angles,
     apply_rope,
     apply_rope_complex,
@@ -168,6 +169,7 @@ __all__ = [
     "ROPE_SCALINGS",
     "DualChunkAttention",
     "EngineReport",
+    "ExactFrequencies",
     "Finding",
     "FrequencyFit",
     "LayerRope",

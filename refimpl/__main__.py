@@ -20,6 +20,8 @@ from . import __version__
 from ._checks import MAX_POSITION, check_positive_int, check_table_size
 from .config import PRECISIONS, RopeSchedule, RopeSpec, rope_schedule
 from .gguf import gguf_schedule, is_gguf
+from .rotary import cos_sin
+from .scaling import ROPE_SCALINGS
 from .streaming import ProgressPrinter, StreamedArray, write_npz_streams
 
 # Errors that mean "bad input" and become one line on stderr with exit status 2.
@@ -148,13 +150,48 @@ _OWN_FREQUENCIES = {
 }
 
 
+# Table methods of golden files (float64 only): the correctly rounded tables of the exact
+# frequencies, or the float64 precision's np.cos of the float64 angles.
+GOLDEN_METHODS = ("correct", "fast")
+
+
+def golden_tables(spec: RopeSpec, positions, precision: str, method: str | None):
+    """The tables of a golden file: ``spec.cos_sin(positions, precision)``, or for float64
+    and ``method="correct"`` the correctly rounded tables of the record's exact frequencies
+    (``cos_sin`` of ``ROPE_SCALINGS[rope_type].exact_frequencies(**spec.method_params())``,
+    times ``attention_scaling`` folded in before the rounding)."""
+    if method != "correct":
+        return spec.cos_sin(positions, precision=precision)
+    freqs = ROPE_SCALINGS[spec.rope_type].exact_frequencies(**spec.method_params())
+    return cos_sin(positions, freqs, attention_scaling=spec.attention_scaling, method="correct")
+
+
+def _check_method(precision: str, method: str | None) -> str | None:
+    """``--method`` applies to float64 tables (default ``correct``); refused with others."""
+    if precision != "float64":
+        if method is not None:
+            raise ValueError(
+                f"--method {method} applies to --precision float64 only; {precision} tables "
+                "are that arithmetic's own"
+            )
+        return None
+    return "correct" if method is None else method
+
+
 def stream_golden_members(
-    spec: RopeSpec, n: int, precision: str, chunk: int = 65536, progress: bool = False
+    spec: RopeSpec,
+    n: int,
+    precision: str,
+    chunk: int = 65536,
+    progress: bool = False,
+    method: str | None = None,
 ) -> dict:
     """The members of a ``golden`` file for positions ``0 .. n-1``, tables streamed.
 
     ``cos`` and ``sin`` are :class:`refimpl.streaming.StreamedArray` s computed by
-    ``spec.cos_sin`` on ``chunk`` positions at a time (every entry depends only on its own
+    :func:`golden_tables` (``method="correct"``: correctly rounded float64 tables of the exact
+    frequencies; otherwise ``spec.cos_sin``) on ``chunk`` positions at a time (every entry
+    depends only on its own
     position, so the file equals ``spec.cos_sin`` of the whole range bit for bit); memory is
     bounded by the chunk. The two tables are written as two members, one after the other, so
     each chunk's ``cos_sin`` is evaluated once per member: about twice the arithmetic of one
@@ -175,14 +212,17 @@ def stream_golden_members(
         def chunks():
             t0 = time.perf_counter()
             for pos in positions():
-                yield spec.cos_sin(pos, precision=precision)[which]
+                yield golden_tables(spec, pos, precision, method)[which]
                 if printer is not None:
                     printer(int(pos[-1]) + 1, n, time.perf_counter() - t0)
 
         return StreamedArray((n, width), dt, chunks)
 
     members = {"positions": StreamedArray((n,), np.int64, positions)}
-    if precision in _OWN_FREQUENCIES:
+    if method == "correct":  # the float64 nearest each exact frequency the tables are of
+        freqs = ROPE_SCALINGS[spec.rope_type].exact_frequencies(**spec.method_params())
+        members["inv_freq"] = freqs.float64()
+    elif precision in _OWN_FREQUENCIES:
         members["inv_freq"] = _OWN_FREQUENCIES[precision](spec)
     return {
         **members,
@@ -226,6 +266,15 @@ def _schedule_meta(schedule: RopeSchedule, keys: list) -> list[dict]:
     return out
 
 
+_METHOD_WORDS = {
+    "correct": "the float64 nearest attention_scaling * cos and * sin of the exact angles "
+    "(position times the rope type's exact frequencies), bit-identical on every machine; "
+    "inv_freq is the float64 nearest each exact frequency",
+    "fast": "np.cos and np.sin of the float64 angles of the float64 inv_freq",
+    None: "the precision's own arithmetic",
+}
+
+
 def _golden(args) -> int:
     n = check_positive_int(args.positions, "--positions", maximum=MAX_POSITION)
     chunk = check_positive_int(args.chunk, "--chunk", maximum=MAX_POSITION)
@@ -234,14 +283,18 @@ def _golden(args) -> int:
     keys = [k for k in schedule.groups() if k is not None]
     if not keys:
         raise ValueError(f"{schedule.source}: no layer applies RoPE; there are no tables to write")
+    method = _check_method(args.precision, args.method)
     for k in keys:  # fail before writing: sizes, then the last position
         check_table_size(n, specs[k].rotary_dim // 2, "--positions table")
         specs[k].cos_sin([n - 1], precision=args.precision)
+        golden_tables(specs[k], np.array([n - 1]), args.precision, method)
     one = len(keys) == 1
     meta = {
         "config": schedule.source,
         "model_type": schedule.model_type,
         "precision": args.precision,
+        "method": method,
+        "tables": _METHOD_WORDS[method],
         "refimpl_version": __version__,
         "layout": "cos/sin are half width (positions, rotary_dim // 2), times attention_scaling"
         + ("" if one else "; member NAME_k belongs to specs[k]")
@@ -262,7 +315,7 @@ def _golden(args) -> int:
     members = {"metadata": np.array(json.dumps(meta))}
     for i, k in enumerate(keys):
         suffix = "" if one else f"_{i}"
-        streamed = stream_golden_members(specs[k], n, args.precision, chunk, progress)
+        streamed = stream_golden_members(specs[k], n, args.precision, chunk, progress, method)
         if i == 0:
             members = {"positions": streamed.pop("positions"), **members}
         streamed.pop("positions", None)
@@ -281,9 +334,10 @@ def _golden(args) -> int:
 
 
 def register_golden(subparsers) -> None:
-    """``golden CONFIG --positions N --out FILE.npz [--precision P] [--seq-len L] [--chunk C]
-    [--quiet]``: one table set per distinct layer spec, streamed chunk by chunk (progress on
-    stderr for runs over one chunk), the schedule in the metadata."""
+    """``golden CONFIG --positions N --out FILE.npz [--precision P] [--method M] [--seq-len L]
+    [--chunk C] [--quiet]``: one table set per distinct layer spec, streamed chunk by chunk
+    (progress on stderr for runs over one chunk), the schedule and the method in the
+    metadata."""
     p = subparsers.add_parser(
         "golden", help="write golden cos/sin tables of a config to .npz (one set per layer spec)"
     )
@@ -296,6 +350,13 @@ def register_golden(subparsers) -> None:
     )
     p.add_argument("--out", required=True, help="output .npz file")
     p.add_argument("--precision", choices=PRECISIONS, default="float64")
+    p.add_argument(
+        "--method",
+        choices=GOLDEN_METHODS,
+        default=None,
+        help="float64 tables: correct (default; correctly rounded values of the exact angles) "
+        "or fast (np.cos of the float64 angles)",
+    )
     p.add_argument(
         "--seq-len",
         type=int,

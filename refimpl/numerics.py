@@ -114,7 +114,9 @@ def oracle_cos_sin(
 
     Notes
     -----
-    Book equation ``eq:numerics-oracle``. mpmath (shipped with SymPy, installed by the test
+    Book equation ``eq:numerics-oracle``. ``cos_sin(..., method="correct")`` (and
+    ``"accurate"``) returns the same tables bit for bit, in NumPy alone and much faster; this
+    oracle is the independent check of it. mpmath (shipped with SymPy, installed by the test
     extra) is imported here, not by ``import refimpl``. The value computed at ``dps`` digits
     is rounded once through an exact rational, so the result is the correctly rounded float64
     unless the true value lies within about :math:`10^{-dps}` of a rounding boundary. Cost:

@@ -37,6 +37,7 @@ from ._checks import (
     check_real,
     result_dtype,
 )
+from ._exact import ExactFrequencies
 from ._kernel import (
     addition_cos_sin,
     addition_lo_tables,
@@ -46,6 +47,7 @@ from ._kernel import (
 from .positions import plan
 
 __all__ = [
+    "ExactFrequencies",
     "angles",
     "apply_rope",
     "apply_rope_complex",
@@ -60,7 +62,10 @@ __all__ = [
     "rotation_matrix",
 ]
 
-COS_SIN_METHODS = ("fast", "accurate", "addition")
+COS_SIN_METHODS = ("fast", "accurate", "addition", "correct")
+# The methods whose tables are the correctly rounded values of the exact angles ("accurate"
+# is the same computation under its older name).
+_ROUNDED_METHODS = ("correct", "accurate")
 
 
 def inv_freq(dim: int, base: float = 10000.0) -> np.ndarray:
@@ -149,6 +154,21 @@ def _resolve_inv_freq(inv_freq_arg, dim, base) -> np.ndarray:
     return _inv_freq(dim, base)
 
 
+def _resolve_frequencies(inv_freq_arg, dim, base) -> ExactFrequencies:
+    """The exact frequencies: ``inv_freq`` as given (an :class:`ExactFrequencies`, or float64
+    values taken as exact binary numbers) or the real ``base^(-2i/dim)``."""
+    if isinstance(inv_freq_arg, ExactFrequencies):
+        if dim is not None and 2 * len(inv_freq_arg) != check_dim(dim):
+            raise ValueError(
+                f"inv_freq has {len(inv_freq_arg)} entries but dim={dim} needs {dim // 2}"
+            )
+        return inv_freq_arg
+    if inv_freq_arg is not None:
+        return ExactFrequencies.binary(_resolve_inv_freq(inv_freq_arg, dim, base))
+    _resolve_inv_freq(None, dim, base)  # the same checks and messages
+    return ExactFrequencies.power(check_dim(dim), check_base(base))
+
+
 def cos_sin(
     positions,
     inv_freq=None,
@@ -163,10 +183,12 @@ def cos_sin(
     Parameters
     ----------
     positions : array_like, shape (seq,)
-        Token positions :math:`m`.
-    inv_freq : array_like, shape (d/2,), optional
-        Inverse frequencies, taken as exact binary values. If omitted, ``dim`` (and ``base``)
-        define :math:`\theta_i = b^{-2i/d}`.
+        Token positions :math:`m` (finite; negative and fractional positions are accepted).
+    inv_freq : array_like, shape (d/2,), or ExactFrequencies, optional
+        Inverse frequencies, taken as exact binary values; or an :class:`ExactFrequencies`
+        (a scaling method's exact frequencies,
+        ``ROPE_SCALINGS[name].exact_frequencies(dim=..., base=..., ...)``). If omitted,
+        ``dim`` (and ``base``) define the real numbers :math:`\theta_i = b^{-2i/d}`.
     dim : int, optional
         Rotary width; required when ``inv_freq`` is not given.
     base : float, default 10000.0
@@ -174,11 +196,20 @@ def cos_sin(
     attention_scaling : float, default 1.0
         Factor multiplied into both tables (YaRN's and LongRoPE's attention factor, as
         transformers applies it).
-    method : {"fast", "accurate", "addition"}, default "fast"
-        ``"fast"``: ``np.cos``/``np.sin`` of the float64 angle ``m * theta_i``.
-        ``"accurate"``: cos/sin of the exact angle, faithfully rounded (at most 1 ulp; see the
-        numerics chapter); with ``dim``/``base`` the frequencies are the exact real numbers
-        :math:`b^{-2i/d}`, not their float64 roundings.
+    method : {"fast", "correct", "accurate", "addition"}, default "fast"
+        ``"fast"``: ``np.cos``/``np.sin`` of the float64 angle ``m * theta_i`` (the float64
+        nearest each :math:`\theta_i`).
+        ``"correct"``: the float64 nearest to :math:`s\cos(m\theta_i)` and
+        :math:`s\sin(m\theta_i)` of the *exact* angle (correctly rounded, :math:`s` the
+        attention scaling folded in before the rounding), bit-identical on every IEEE-754
+        machine: no ``np.cos``/``np.sin``, only ``+ - *``, ``rint``, table look-ups and
+        comparisons, with a proved error bound and Ziv's rounding test per entry and an exact
+        integer fallback for the rare undecided entries (book section "Correctly rounded
+        tables"). Domain: :math:`|m|\theta_i \le 2^{31}` rad, :math:`|s|` in
+        :math:`[2^{-400}, 2^{400}]` or 0.
+        ``"accurate"``: the same tables as ``"correct"`` (its former faithful algorithm,
+        within 1 ulp of the correctly rounded value, was replaced by the correctly rounded
+        one; the guarantee only became stronger).
         ``"addition"`` (non-negative integer positions): :math:`m = h + l` with
         :math:`0 \le l < 1024` and :math:`h` a multiple of 1024, and
         :math:`\cos m\theta = \cos h\theta \cos l\theta - \sin h\theta \sin l\theta` (the
@@ -195,20 +226,26 @@ def cos_sin(
         ``cos[m, i] = s * cos(m theta_i)`` and ``sin[m, i] = s * sin(m theta_i)`` with
         ``s = attention_scaling``.
 
+    Raises
+    ------
+    ValueError
+        For ``"correct"``/``"accurate"``: an angle :math:`|m|\theta_i` above :math:`2^{31}`
+        rad (naming ``positions``) or a scale outside its range (naming
+        ``attention_scaling``); for ``"addition"``: negative or fractional positions.
+
     Notes
     -----
     Book equation ``eq:rope-cos-sin``. The fast path's error grows with the angle: about
     1e-13 at m = 1e3 and 1e-10 at m = 1e6 relative to the exact angle, because the rounding of
     :math:`\theta_i` and of the product moves the angle.
 
-    Accuracy of ``method="accurate"`` (measured against a 50-digit mpmath oracle): at most
-    1 ulp on 10^5 random entries (positions below 2^31, dim <= 512, base in [2, 1e7], one in
-    five positions fractional; 65 % correctly rounded, none beyond 1 ulp;
-    ``benchmarks/check_accurate_sample.py``) and on the positions where cos or sin comes
-    closest to zero (continued-fraction convergents; ``tests/test_exact.py``). It assumes the
-    platform's float64 cos/sin are faithful on [-pi, pi] (glibc: about 0.51 ulp). Cost for a
-    2^20 x 64 table: 0.76 times the fast path's wall-clock time, 1.06 times its CPU time
-    (``benchmarks/bench_tables.py``); the mpmath oracle costs about 60 microseconds per entry.
+    ``method="correct"`` equals the mpmath oracle (:func:`refimpl.oracle_cos_sin`) bit for
+    bit: 0 mismatches on every sampled entry (``tests/test_correct.py`` on about 10^4 entries
+    with the hard cases; ``make test-numerics`` on whole tables against MPFR;
+    ``benchmarks/check_accurate_sample.py`` on 10^5 random entries). Cost
+    (``benchmarks/bench_tables.py``, ratios of one run): about 1.5-2 times the fast path for
+    runs of integer positions (angle addition from correctly rounded anchors), about 3-4 times
+    for fractional positions; the mpmath oracle costs about 60 microseconds per entry.
 
     Examples
     --------
@@ -217,6 +254,9 @@ def cos_sin(
     (2, 2)
     >>> float(c[1, 1]), float(s[1, 1])  # theta_1 = 100**(-1/2) = 0.1
     (0.9950041652780258, 0.09983341664682815)
+    >>> c, s = cos_sin([2**31 - 1], dim=4, base=100.0, method="correct")
+    >>> float(s[0, 0])  # sin(2^31 - 1), correctly rounded
+    -0.7249165551445564
     """
     check_choice(method, "method", COS_SIN_METHODS)
     scale = check_real(attention_scaling, "attention_scaling")
@@ -229,35 +269,40 @@ def cos_sin(
 class _TableMethod:
     """One of :data:`COS_SIN_METHODS` bound to its frequencies and scale: ``check(pos)``
     refuses positions outside the method's domain, ``self(pos)`` returns ``(cos, sin)`` of
-    shape (len(pos), d/2). Shared by :func:`cos_sin` and the streaming tables (which check a
-    whole stream once and then compute it chunk by chunk)."""
+    shape (len(pos), d/2). Shared by :func:`cos_sin`, :func:`apply_rope` and the streaming
+    tables (which check a whole stream once and then compute it chunk by chunk)."""
 
     def __init__(self, method, inv_freq_arg, dim, base, scale):
         self.method, self.scale = method, scale
-        self.theta = _resolve_inv_freq(inv_freq_arg, dim, base)
-        # accurate tables of dim and base use the exact b^(-2i/d), not their float64 roundings
-        self.exact = None if inv_freq_arg is not None else (check_dim(dim), check_base(base))
+        self.freqs = _resolve_frequencies(inv_freq_arg, dim, base)
+        if isinstance(inv_freq_arg, ExactFrequencies):
+            self.theta = self.freqs.float64()  # the float64 nearest each exact theta
+        elif inv_freq_arg is not None:
+            self.theta = as_inv_freq(inv_freq_arg)
+        else:
+            self.theta = _inv_freq(dim, base)  # np.power's values, as the fast path has used
+        if method in _ROUNDED_METHODS:
+            from ._correct import check_scale
+
+            check_scale(scale, method)
         self.lo_tables = addition_lo_tables(self.theta) if method == "addition" else None
 
     def check(self, pos):
         if self.method == "addition":
             check_addition_positions(pos)
+        elif self.method in _ROUNDED_METHODS:
+            from ._correct import check_domain, prepare
+
+            check_domain(pos, prepare(self.freqs), self.method)
 
     def __call__(self, pos):
         if self.method == "fast":
             return fast_cos_sin(pos, self.theta, self.scale)
         if self.method == "addition":
             return addition_cos_sin(pos, self.theta, self.scale, self.lo_tables)
-        from ._exact import accurate_cos_sin
+        from ._correct import correct_cos_sin
 
-        if self.exact is None:
-            c, s = accurate_cos_sin(pos, inv_freq=self.theta)
-        else:
-            c, s = accurate_cos_sin(pos, dim=self.exact[0], base=self.exact[1])
-        if self.scale != 1.0:
-            c *= self.scale  # [eq:rope-attention-scaling]
-            s *= self.scale
-        return c, s
+        return correct_cos_sin(pos, self.freqs, self.scale)
 
 
 def pair_indices(dim: int, pairing: str = "half") -> tuple[np.ndarray, np.ndarray]:
@@ -581,6 +626,7 @@ def apply_rope(
     rotary_offset: int = 0,
     inverse: bool = False,
     output_order: str = "same",
+    table_method: str = "fast",
 ) -> np.ndarray:
     r"""Rotate queries or keys by their positions (element-wise RoPE).
 
@@ -594,8 +640,10 @@ def apply_rope(
         ``x`` of shape ``(batch, ..., seq, dim)``. None with ``cu_seqlens``.
     base : float, default 10000.0
         Base of the frequencies when ``inv_freq`` is not given.
-    inv_freq : array_like, shape (rotary_dim/2,), optional
-        Explicit inverse frequencies (e.g. from a scaling method); overrides ``base``.
+    inv_freq : array_like, shape (rotary_dim/2,), or ExactFrequencies, optional
+        Explicit inverse frequencies (e.g. from a scaling method); overrides ``base``. An
+        :class:`ExactFrequencies` gives its exact values to ``table_method="correct"`` and
+        their float64 roundings to ``"fast"``.
     pairing : {"half", "interleaved"}, default "half"
         Which features form a pair: ``i`` with ``i + r/2`` (half) or ``2i`` with ``2i+1``.
     attention_scaling : float, default 1.0
@@ -617,6 +665,11 @@ def apply_rope(
         See :func:`apply_rope_tables`: ``False`` skips the NaN/inf check of ``x`` (they then
         propagate to the affected pairs' outputs); same result on finite input.
     {position_keywords}
+    table_method : {"fast", "correct", "accurate", "addition"}, default "fast"
+        How the tables are built, as ``cos_sin(..., method=table_method)`` builds them:
+        ``"correct"`` rotates by the correctly rounded cos and sin of the exact angles (with
+        ``base``, of the real :math:`b^{-2i/r}`); its domain (angles up to :math:`2^{31}` rad)
+        is checked before anything is written.
 
     Returns
     -------
@@ -637,7 +690,7 @@ def apply_rope(
 
     Exactness: with ``fused=False`` every entry is bit-identical to the float64 expressions
     ``x1 c - x2 s`` and ``x1 s + x2 c`` of :func:`reference_rotation` with
-    ``c, s = cos_sin(positions, ...)`` (``np.cos`` and
+    ``c, s = cos_sin(positions, ..., method=table_method)`` (by default ``np.cos`` and
     ``np.sin`` of the float64 angle), rounded once to float32/float16 for such input.
     Memory: x is processed in cache-sized blocks, tables included, so the scratch is a few
     float64 buffers of about 512 KiB, never a second copy of ``x``.
@@ -654,9 +707,11 @@ def apply_rope(
            [0.540302, 0.841471]])
     """
     call = _Call(x, out, positions, locals(), rows_by_default=False)
+    check_choice(table_method, "table_method", COS_SIN_METHODS)
     width = call.dim - call.lo
+    exact = inv_freq if isinstance(inv_freq, ExactFrequencies) else None
     if inv_freq is not None:
-        theta = as_inv_freq(inv_freq)
+        theta = exact.float64() if exact is not None else as_inv_freq(inv_freq)
         r = check_dim(rotary_dim, "rotary_dim") if rotary_dim is not None else 2 * theta.shape[0]
         if theta.shape[0] * 2 != r:
             raise ValueError(
@@ -682,13 +737,22 @@ def apply_rope(
         theta = _inv_freq(r, base)
     scale = check_real(attention_scaling, "attention_scaling")
     _check_angles(call.jobs, theta)
+    built = None
+    if table_method != "fast":  # its domain is checked before anything is written
+        given = exact if exact is not None else (theta if inv_freq is not None else None)
+        built = _TableMethod(table_method, given, None if given is not None else r, base, scale)
+        for _, _, pos in call.jobs:
+            built.check(pos)
 
-    def make_tables(pos, n):  # cos_sin's fast tables for these positions, bit for bit
+    def make_tables(pos, n):  # cos_sin's tables for these positions, bit for bit
         buf = np.empty((n, r // 2)), np.empty((n, r // 2))
 
         def tables(p0, p1):
             m = p1 - p0
-            c, s = fast_cos_sin(pos[p0:p1], theta, scale, out=(buf[0][:m], buf[1][:m]))
+            if built is None:
+                c, s = fast_cos_sin(pos[p0:p1], theta, scale, out=(buf[0][:m], buf[1][:m]))
+            else:
+                c, s = built(pos[p0:p1])
             if call.inverse:
                 np.negative(s, out=s)  # R(-theta)   [eq:rope-inverse]
             return c, s

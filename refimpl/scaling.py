@@ -40,6 +40,7 @@ import inspect
 import math
 import numbers
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
@@ -53,6 +54,7 @@ from ._checks import (
     check_positive_int,
     check_real,
 )
+from ._exact import ExactFrequencies, _Blend, _pi_fraction, _Power, _Turns, _Zero
 from .rotary import inv_freq as _default_inv_freq
 
 __all__ = [
@@ -1282,6 +1284,149 @@ def _fit_proportional(inv_freq, *, dim, base=None, tol=1e-6) -> dict | None:
     return _fit_check("proportional", theta, dim=d, base=base, tol=tol, params=params)
 
 
+# --------------------------------------------------------------------------- exact frequencies
+# What each method's frequencies are as real numbers (ScalingMethod.exact). They run after the
+# float64 method has validated the same keyword arguments.
+
+
+def _x_powers(d, base, *, scale_base=None, divisors=None, n=None):
+    """``b^(-2i/d) * q^(-2i/(d-2)) / f_i`` for the first ``n`` pairs (``q``: a scaled base's
+    extra factor, as in NTK's ``b' = b q^(d/(d-2))``)."""
+    b = Fraction(base)
+    half = d // 2 if n is None else n
+    cols = []
+    for i in range(half):
+        terms = []
+        if i:
+            terms.append((b, Fraction(-2 * i, d)))
+            if scale_base is not None and scale_base != 1:
+                terms.append((Fraction(scale_base), Fraction(-2 * i, d - 2)))
+        factor = 1 / Fraction(divisors[i]) if divisors is not None else Fraction(1)
+        cols.append(_Power(tuple(terms), factor))
+    return cols
+
+
+def _exact_default(*, dim, base=10000.0):
+    return ExactFrequencies(tuple(_x_powers(dim, base)), f"default, d={dim}, b={base!r}")
+
+
+def _exact_linear(*, dim, base=10000.0, factor):
+    cols = _x_powers(dim, base, divisors=[factor] * (dim // 2))
+    return ExactFrequencies(tuple(cols), f"linear, factor={factor!r}")
+
+
+def _exact_ntk(*, dim, base=10000.0, factor):
+    cols = _x_powers(dim, base, scale_base=factor)
+    return ExactFrequencies(tuple(cols), f"ntk, b * factor**(d/(d-2)), factor={factor!r}")
+
+
+def _exact_ntk_alpha(*, dim, base=10000.0, alpha):
+    cols = _x_powers(dim, base, scale_base=alpha)
+    return ExactFrequencies(tuple(cols), f"ntk_alpha, alpha={alpha!r}")
+
+
+def _exact_dynamic(*, dim, base=10000.0, factor, max_position, seq_len=None):
+    s, L = Fraction(factor), int(max_position)
+    l_ = L if seq_len is None else max(int(seq_len), L)
+    q = s * l_ / L - (s - 1)  # [eq:dynamic-ntk-base]
+    cols = _x_powers(dim, base, scale_base=q)
+    return ExactFrequencies(tuple(cols), f"dynamic, scale {float(q)!r} at seq_len {l_}")
+
+
+def _exact_yarn(
+    *,
+    dim,
+    base=10000.0,
+    factor,
+    original_max_position,
+    beta_fast=32.0,
+    beta_slow=1.0,
+    truncate=None,
+    ramp="transformers",
+    **_,
+):
+    s = Fraction(factor)
+    powers = _x_powers(dim, base)
+    if ramp == "paper":  # 1 - w = clip((r - beta_slow)/(beta_fast - beta_slow)), r = L theta / 2 pi
+        cols = [
+            _Blend(p, int(original_max_position), Fraction(beta_slow), Fraction(beta_fast), s)
+            for p in powers
+        ]
+        return ExactFrequencies(tuple(cols), f"yarn (paper ramp), factor={factor!r}")
+    low, high = yarn_correction_range(
+        dim=dim,
+        base=base,
+        original_max_position=original_max_position,
+        beta_fast=beta_fast,
+        beta_slow=beta_slow,
+        truncate=True if truncate is None else truncate,
+    )
+    if low == high:
+        high += 0.001  # as the record does (the float64 sum, taken exactly)
+    lo, span = Fraction(low), Fraction(high) - Fraction(low)
+    cols = []
+    for j, p in enumerate(powers):
+        w = min(max((j - lo) / span, Fraction(0)), Fraction(1))  # [eq:yarn-ramp-transformers]
+        cols.append(_Power(p.terms, p.factor * (w / s + (1 - w))))  # [eq:yarn-inv-freq]
+    return ExactFrequencies(tuple(cols), f"yarn, factor={factor!r}, ramp [{low}, {high}]")
+
+
+def _exact_llama3(
+    *, dim, base=10000.0, factor, original_max_position, low_freq_factor=1.0, high_freq_factor=4.0
+):
+    cols = [
+        _Blend(
+            p,
+            int(original_max_position),
+            Fraction(low_freq_factor),
+            Fraction(high_freq_factor),
+            Fraction(factor),
+        )  # [eq:llama3-smooth]
+        for p in _x_powers(dim, base)
+    ]
+    return ExactFrequencies(tuple(cols), f"llama3, factor={factor!r}")
+
+
+def _exact_longrope(
+    *, dim, base=10000.0, short_factor, long_factor, original_max_position, seq_len=None, **_
+):
+    use_long = seq_len is not None and seq_len > original_max_position
+    lam = [float(v) for v in (long_factor if use_long else short_factor)]
+    cols = _x_powers(dim, base, divisors=lam)  # [eq:longrope-inv-freq]
+    return ExactFrequencies(tuple(cols), f"longrope, {'long' if use_long else 'short'} factors")
+
+
+def _exact_freq_factors(*, dim, base=10000.0, factors, **_):
+    cols = _x_powers(dim, base, divisors=[float(v) for v in factors])
+    return ExactFrequencies(tuple(cols), "freq_factors")
+
+
+def _exact_proportional(*, dim, base=10000.0, partial_rotary_factor=1.0, factor=1.0):
+    k = int(partial_rotary_factor * dim // 2)  # as the record counts the rotated pairs
+    cols = _x_powers(dim, base, divisors=[factor] * k, n=k) + [_Zero()] * (dim // 2 - k)
+    return ExactFrequencies(tuple(cols), f"proportional, {k} rotated pairs")
+
+
+def _exact_resonance(*, dim, base=10000.0, original_max_position):
+    L = int(original_max_position)
+    cols = []
+    for p in _x_powers(dim, base):
+        bits = 128
+        while True:  # wavelength 2 pi / theta, never an integer nor a half-integer
+            t = p.approx(bits)
+            wave = 2 * _pi_fraction(bits) / t
+            err = wave * Fraction(1, 1 << (bits - 4))
+            near = abs(wave - L) <= err or abs((wave % 1) - Fraction(1, 2)) <= err
+            if not near:
+                break
+            bits *= 2
+        if wave < L:
+            cols.append(_Turns(max(round(wave), 1)))  # [eq:resonance]
+        else:
+            cols.append(p)
+    return ExactFrequencies(tuple(cols), f"resonance, L={L}")
+
+
 # --------------------------------------------------------------------------- records
 
 
@@ -1359,6 +1504,10 @@ class ScalingMethod:
         ``fit(inv_freq, *, dim, base, tol) -> dict | None``: the method's parameters (with
         ``base``) that reproduce measured float64 frequencies within relative ``tol``, or
         None; ``base`` may be None where the method can fit it.
+    exact : callable
+        ``exact(**params) -> ExactFrequencies``: the method's frequencies as exact real
+        numbers (what ``cos_sin(..., method="correct")`` rounds); use
+        :meth:`exact_frequencies`, which validates first.
     """
 
     name: str
@@ -1371,6 +1520,7 @@ class ScalingMethod:
     emulation: Callable[..., np.ndarray] = dataclasses.field(repr=False)
     attention: Callable[..., float] = dataclasses.field(default=_one, repr=False)
     fit: Callable[..., dict | None] | None = dataclasses.field(default=None, repr=False)
+    exact: Callable[..., ExactFrequencies] | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self):
         # inspect.signature(record) shows the method's own keywords
@@ -1402,6 +1552,24 @@ class ScalingMethod:
             params["seq_len"] = seq_len
         self(dim=dim, base=base, **params)  # validates every argument
         return self.emulation(dim=dim, base=base, **params).astype(_F32)
+
+    def exact_frequencies(self, **params) -> ExactFrequencies:
+        r"""The method's frequencies as exact real numbers, for these parameters.
+
+        Each record states what is exact: bases, factors and divisors are the given float64
+        numbers taken exactly, powers and :math:`\pi` are the real ones; where the method
+        defines a quantity only by float64 arithmetic (YaRN's transformers ramp bounds, from
+        float64 logarithms), that float64 value is taken exactly. The result is what
+        ``cos_sin(positions, freqs, method="correct")`` rounds.
+
+        Examples
+        --------
+        >>> f = ROPE_SCALINGS["linear"].exact_frequencies(dim=4, base=100.0, factor=4.0)
+        >>> f.float64()
+        array([0.25 , 0.025])
+        """
+        self(**params)  # validates every argument
+        return self.exact(**params)
 
     def attention_factor(self, **params) -> float:
         """The factor transformers multiplies into cos and sin for these parameters (any of
@@ -1450,6 +1618,7 @@ _RECORDS = (
         "unscaled, theta_i = b**(-2i/d)",
         _f32_default_method,
         fit=_fit_default,
+        exact=_exact_default,
     ),
     ScalingMethod(
         "linear",
@@ -1461,6 +1630,7 @@ _RECORDS = (
         "position interpolation, theta_i / factor",
         _f32_linear,
         fit=_fit_linear,
+        exact=_exact_linear,
     ),
     ScalingMethod(
         "ntk",
@@ -1472,6 +1642,7 @@ _RECORDS = (
         "NTK-aware, base b * factor**(d/(d-2))",
         _f32_ntk,
         fit=_fit_ntk,
+        exact=_exact_ntk,
     ),
     ScalingMethod(
         "dynamic",
@@ -1482,6 +1653,7 @@ _RECORDS = (
         "ntk",
         "dynamic NTK, base grows with seq_len beyond max_position",
         _f32_dynamic,
+        exact=_exact_dynamic,
     ),
     ScalingMethod(
         "yarn",
@@ -1493,6 +1665,7 @@ _RECORDS = (
         "NTK-by-parts ramp and attention temperature",
         _f32_yarn,
         _yarn_attention,
+        exact=_exact_yarn,
     ),
     ScalingMethod(
         "llama3",
@@ -1503,6 +1676,7 @@ _RECORDS = (
         "llama3",
         "low band divided by factor, high band kept, blended between",
         _f32_llama3,
+        exact=_exact_llama3,
     ),
     ScalingMethod(
         "longrope",
@@ -1514,6 +1688,7 @@ _RECORDS = (
         "per-pair factors, long set beyond original_max_position",
         _f32_longrope,
         _longrope_attention,
+        exact=_exact_longrope,
     ),
     ScalingMethod(
         "proportional",
@@ -1525,6 +1700,7 @@ _RECORDS = (
         "leading pairs b**(-2i/D) / factor over the whole head D, the rest 0",
         _f32_proportional,
         fit=_fit_proportional,
+        exact=_exact_proportional,
     ),
     ScalingMethod(
         "ntk_alpha",
@@ -1535,6 +1711,7 @@ _RECORDS = (
         "ntk",
         "static NTK-aware base b * alpha**(d/(d-2))",
         _f32_ntk_alpha,
+        exact=_exact_ntk_alpha,
     ),
     ScalingMethod(
         "freq_factors",
@@ -1546,6 +1723,7 @@ _RECORDS = (
         "one divisor per pair (GGUF rope_freqs), theta_i / f_i",
         _f32_freq_factors,
         _freq_factors_attention,
+        exact=_exact_freq_factors,
     ),
     ScalingMethod(
         "resonance",
@@ -1556,6 +1734,7 @@ _RECORDS = (
         "resonance",
         "wavelengths below the training length rounded to integers",
         _f32_resonance,
+        exact=_exact_resonance,
     ),
 )
 

@@ -29,7 +29,7 @@ from ._checks import (
     check_real,
     check_table_size,
 )
-from .rotary import _TableMethod
+from .rotary import ExactFrequencies, _TableMethod
 
 __all__ = [
     "STREAM_METHODS",
@@ -42,7 +42,7 @@ __all__ = [
     "write_npz_streams",
 ]
 
-STREAM_METHODS = ("fast", "addition", "accurate")
+STREAM_METHODS = ("fast", "addition", "accurate", "correct")
 
 
 class ProgressPrinter:
@@ -113,11 +113,14 @@ def iter_cos_sin(
         ``MAX_POSITION`` = 2**31) or explicit positions (a sequence). A float or boolean
         scalar is refused.
     inv_freq, dim, base, attention_scaling
-        As in :func:`refimpl.cos_sin`.
-    method : {"fast", "addition", "accurate"}, default "fast"
+        As in :func:`refimpl.cos_sin` (``inv_freq`` may be an :class:`ExactFrequencies`).
+    method : {"fast", "addition", "accurate", "correct"}, default "fast"
         Exactly ``cos_sin(..., method=method)`` on each chunk (bit-identical to the whole
-        table); ``"addition"`` (angle addition from two small tables, non-negative integer
-        positions) is described there.
+        table: every entry depends on its own position only); ``"correct"`` (the correctly
+        rounded tables of the exact angles; ``"accurate"`` is the same) and ``"addition"``
+        (angle addition from two small tables, non-negative integer positions) are described
+        there. The domain of the method is checked on the whole stream before the first
+        chunk (for a count, on its last position).
     chunk : int, default 65536
         Positions per chunk (memory is a small multiple of ``chunk * len(inv_freq) * 8`` bytes).
     progress : callable, optional
@@ -152,6 +155,8 @@ def iter_cos_sin(
     tables = _TableMethod(method, inv_freq, dim, base, scale)  # the dispatch cos_sin uses
     if not is_count:
         tables.check(get(0, total))
+    elif total:
+        tables.check(get(total - 1, total))
     t0 = time.perf_counter()
     for p0 in range(0, total, size):
         p1 = min(total, p0 + size)
@@ -472,7 +477,7 @@ def write_cos_sin_npz(
     if inv_freq is None:
         kwargs.update(dim=dim, base=base)
     else:
-        kwargs["inv_freq"] = theta
+        kwargs["inv_freq"] = inv_freq if isinstance(inv_freq, ExactFrequencies) else theta
     t0 = time.perf_counter()
 
     def table(which):

@@ -9,8 +9,15 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from refimpl.__main__ import main
+from refimpl import ROPE_SCALINGS
+from refimpl.__main__ import golden_tables, main
 from refimpl.config import rope_from_config, rope_schedule
+
+
+def _exact_inv_freq(spec):
+    """The float64 nearest each exact frequency: a correct golden file's inv_freq member."""
+    return ROPE_SCALINGS[spec.rope_type].exact_frequencies(**spec.method_params()).float64()
+
 
 LLAMA3 = {  # hand-made, Llama-3.1 rope keys
     "hidden_size": 512,
@@ -82,14 +89,21 @@ def test_describe_lists_layer_ranges_nope_and_query_scaling(tmp_path):
     assert not any(ln[:4].strip().isdigit() for ln in res.stdout.splitlines())
 
 
-@pytest.mark.parametrize("precision", ["float64", "transformers-float32"])
-def test_golden_writes_tables_and_metadata(cfg_path, tmp_path, precision, capsys):
+@pytest.mark.parametrize(
+    ("precision", "method"),
+    [("float64", None), ("float64", "fast"), ("transformers-float32", None)],
+)
+def test_golden_writes_tables_and_metadata(cfg_path, tmp_path, precision, method, capsys):
     out = tmp_path / "g.npz"
     args = ["golden", str(cfg_path), "--positions", "300", "--out", str(out)]
-    assert main([*args, "--precision", precision]) == 0
+    assert main([*args, "--precision", precision, *(["--method", method] if method else [])]) == 0
     data = np.load(out)
     spec = rope_from_config(cfg_path)
-    c, s = spec.cos_sin(np.arange(300), precision=precision)
+    used = ("correct" if method is None else method) if precision == "float64" else None
+    if used == "fast":
+        c, s = spec.cos_sin(np.arange(300), precision=precision)
+    else:  # the default float64 tables are the correctly rounded ones
+        c, s = golden_tables(spec, np.arange(300), precision, used)
     np.testing.assert_array_equal(data["cos"], c)
     np.testing.assert_array_equal(data["sin"], s)
     assert data["cos"].dtype == (np.float64 if precision == "float64" else np.float32)
@@ -97,6 +111,7 @@ def test_golden_writes_tables_and_metadata(cfg_path, tmp_path, precision, capsys
     assert float(data["attention_scaling"]) == 1.0
     meta = json.loads(str(data["metadata"]))
     assert meta["precision"] == precision and meta["config"] == str(cfg_path)
+    assert meta["method"] == used
     assert meta["rope_type"] == "llama3" and "refimpl_version" in meta
     assert meta["schedule"] == [{"index": 0, "layer_type": "all", "spec": 0, "query_scaling": None}]
 
@@ -114,9 +129,9 @@ def test_golden_writes_one_table_set_per_distinct_layer_spec(tmp_path):
         assert [layer["spec"] for layer in meta["schedule"]] == ([0] * 5 + [1]) * 2
         for layer in sched:
             k = meta["schedule"][layer.index]["spec"]
-            c, s = layer.spec.cos_sin(np.arange(50))
+            c, s = golden_tables(layer.spec, np.arange(50), "float64", "correct")
             assert z[f"cos_{k}"].tobytes() == c.tobytes() and z[f"sin_{k}"].tobytes() == s.tobytes()
-            np.testing.assert_array_equal(z[f"inv_freq_{k}"], layer.spec.inv_freq)
+            np.testing.assert_array_equal(z[f"inv_freq_{k}"], _exact_inv_freq(layer.spec))
     nope = _cli("golden", _write(tmp_path, "l.json", LLAMA4), "--positions", "9", "--out", out)
     with np.load(out) as z:
         meta = json.loads(str(z["metadata"]))
@@ -149,7 +164,7 @@ def dynamic_config(tmp_path):
 def test_golden_dynamic_defaults_seq_len_to_positions(tmp_path, dynamic_config):
     out = tmp_path / "g.npz"
     assert main(["golden", str(dynamic_config), "--positions", "400", "--out", str(out)]) == 0
-    want = rope_from_config(DYNAMIC_CFG, seq_len=400).inv_freq
+    want = _exact_inv_freq(rope_from_config(DYNAMIC_CFG, seq_len=400))
     np.testing.assert_array_equal(np.load(out)["inv_freq"], want)
 
 
@@ -164,8 +179,9 @@ def test_streamed_golden_equals_the_in_memory_tables_bit_for_bit(
     err = capsys.readouterr().err
     assert "cos positions 5000 / 5000 (100.0 %)" in err and "sin positions/s" in err
     spec = rope_from_config(cfg_path)
-    cos, sin = spec.cos_sin(np.arange(n), precision=precision)  # the whole range at once
-    inv = spec.inv_freq if precision == "float64" else spec.inv_freq_float32
+    method = "correct" if precision == "float64" else None
+    cos, sin = golden_tables(spec, np.arange(n), precision, method)  # the whole range at once
+    inv = _exact_inv_freq(spec) if precision == "float64" else spec.inv_freq_float32
     want = {"inv_freq": inv, "cos": cos, "sin": sin}
     with np.load(out) as z:
         assert z.files == ["positions", "attention_scaling", "metadata", "inv_freq", "cos", "sin"]
@@ -199,7 +215,8 @@ def test_golden_memory_is_bounded_by_the_chunk(tmp_path, precision):
     with np.load(out) as z:
         assert z["cos"].shape == (n, width)
         spec = rope_from_config(cfg)
-        c, s = spec.cos_sin(np.arange(n - 3, n), precision=precision)
+        method = "correct" if precision == "float64" else None
+        c, s = golden_tables(spec, np.arange(n - 3, n), precision, method)
         assert np.array_equal(z["cos"][-3:], c) and np.array_equal(z["sin"][-3:], s)
 
 

@@ -144,7 +144,8 @@ def _hostile_strategy(kind: str):
 
 # Every string some choice argument of the table below accepts.
 _ALL_CHOICES = {
-    "half", "interleaved", "fast", "accurate", "addition", "float32", "float64", "float16",
+    "half", "interleaved", "fast", "accurate", "addition", "correct", "float32", "float64",
+    "float16",
     "bfloat16", "shift", "exact", "linear", "log", "blocked",
 }  # fmt: skip
 
@@ -226,6 +227,25 @@ CALLS: dict[str, Call] = {
         dict(positions=POS2, dim=4, method="accurate"),
         {"positions": "positions", "dim": "dim", "base": "base", "inv_freq": "inv_freq"},
     ),
+    "cos_sin/correct": _entry(
+        refimpl.cos_sin,
+        dict(positions=POS2, dim=4, method="correct"),
+        {
+            "positions": "positions",
+            "dim": "dim",
+            "base": "base",
+            "inv_freq": "inv_freq",
+            "attention_scaling": "real",
+        },
+    ),
+    "ExactFrequencies.power": _entry(
+        refimpl.ExactFrequencies.power,
+        dict(dim=4, base=100.0, divisors=[1.0, 2.0]),
+        {"dim": "dim", "base": "base", "divisors": "inv_freq"},
+    ),
+    "ExactFrequencies.binary": _entry(
+        refimpl.ExactFrequencies.binary, dict(values=F2), {"values": "inv_freq"}
+    ),
     "apply_rope": _entry(
         refimpl.apply_rope,
         dict(x=X, positions=POS2),
@@ -235,7 +255,13 @@ CALLS: dict[str, Call] = {
             "base": "base",
             "inv_freq": "inv_freq",
             "pairing": "choice",
+            "table_method": "choice",
         },
+    ),
+    "apply_rope/correct": _entry(
+        refimpl.apply_rope,
+        dict(x=X, positions=POS2, table_method="correct"),
+        {"positions": "positions", "base": "base", "inv_freq": "inv_freq"},
     ),
     "apply_rope_complex": _entry(
         refimpl.apply_rope_complex,
@@ -1399,6 +1425,7 @@ COVERAGE.update(
         "ScaledFrequencies": "test_scaling_methods_refuse_hostile_parameters_by_name (result)",
         "UnknownRopeTypeError": "CALLS['scale_frequencies'] (rope_type='no-such-choice')",
         "__version__": "a string, no argument",
+        "ExactFrequencies": "CALLS['ExactFrequencies.power'] (and ...binary)",
         **COVERAGE_TYPES,
     }
 )
