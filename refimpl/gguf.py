@@ -40,6 +40,7 @@ from ._checks import (
     MAX_DIM,
     MAX_POSITION,
     check_base,
+    check_choice,
     check_count,
     check_dim,
     check_flag,
@@ -1022,7 +1023,15 @@ def rope_from_gguf(path, *, layer_type: str | None = None, seq_len: int | None =
         malformed, four-axis, or short) ``rope.dimension_sections``, or scaling refimpl has
         no method for.
     """
-    rope = read_gguf_rope(path)
+    if seq_len is not None:
+        seq_len = check_positive_int(seq_len, "seq_len", maximum=MAX_POSITION)
+    if layer_type is not None:
+        check_choice(layer_type, "layer_type", ("full_attention", "sliding_attention"))
+    return _spec_of(read_gguf_rope(path), layer_type, seq_len)
+
+
+def _spec_of(rope: GgufRope, layer_type, seq_len) -> RopeSpec:
+    """The spec llama.cpp runs for a file already read (see :func:`rope_from_gguf`)."""
     args = llamacpp_rope_parameters(rope, layer_type=layer_type, seq_len=seq_len)
     mode = rope.mode
     if mode is None:
@@ -1522,13 +1531,15 @@ def gguf_schedule(path, *, seq_len: int | None = None) -> RopeSchedule:
     """
     rope = read_gguf_rope(path)
     notes = [f"read from GGUF: architecture {rope.arch}"]
+    if seq_len is not None:
+        seq_len = check_positive_int(seq_len, "seq_len", maximum=MAX_POSITION)
+    full = _spec_of(rope, None, seq_len)
     n_layers = rope.value("block_count")  # 1 .. LLAMA_MAX_LAYERS; required by llama.cpp
-    full = rope_from_gguf(path, seq_len=seq_len)
     has_swa = rope.get("rope.freq_base_swa") is not None
     sliding = _sliding_layers(rope, n_layers) if has_swa else None
     if has_swa and sliding is None:
         notes.append("rope.freq_base_swa is set but no sliding_window_pattern says which layers")
-    local = rope_from_gguf(path, layer_type="sliding_attention") if sliding else None
+    local = _spec_of(rope, "sliding_attention", None) if sliding else None
     linear = _linear_layers(rope, n_layers)
     layers = []
     for i in range(n_layers):

@@ -28,6 +28,7 @@ from ._checks import (
     check_exact_range,
     check_flag,
     check_int,
+    check_keywords,
     check_nonnegative,
     check_pairing,
     check_positive,
@@ -1671,6 +1672,8 @@ def omni_position_ids(
     return MRopePositions(ids, float(real(ids.max()) + real(1) - real(ids.shape[1])))
 
 
+# The keywords omni_batch_position_ids passes on to omni_position_ids.
+_OMNI_KEYWORDS = ("spatial_merge_size", "position_id_per_seconds", "seconds_per_chunk")
 # Value transformers leaves in an Omni batch's padding slots (torch.ones vs torch.zeros).
 _OMNI_PAD = {"qwen2.5-omni": 1.0, "qwen3-omni": 0.0}
 
@@ -1702,6 +1705,11 @@ def omni_batch_position_ids(rows, attention_mask, *, model: str = "qwen2.5-omni"
     ([[1.0, 0.0, 1.0], [0.0, 1.0, 2.0]], [0.0, 0.0])
     """
     check_choice(model, "model", OMNI_MODELS)
+    check_keywords(
+        "omni_batch_position_ids",
+        kwargs,
+        ["rows", "attention_mask", "model", *_OMNI_KEYWORDS],
+    )
     mask = _mask(attention_mask)
     if isinstance(rows, (str, bytes)) or len(rows) != mask.shape[0]:
         raise ValueError(f"rows must hold one segment list per mask row ({mask.shape[0]})")
@@ -1717,3 +1725,11 @@ def omni_batch_position_ids(rows, attention_mask, *, model: str = "qwen2.5-omni"
         ids[:, b, mask[b]] = one.position_ids
         deltas[b] = one.rope_delta
     return MRopeBatchPositions(ids, deltas)
+
+
+def __getattr__(name):
+    """``apply_cos_sin`` (removed: use :func:`refimpl.rotary.apply_rope_tables`) with a
+    DeprecationWarning; any other missing name is an AttributeError."""
+    from ._deprecated import deprecated_attribute
+
+    return deprecated_attribute(__name__, name)

@@ -10,6 +10,7 @@ reads). Every file here is hand-made; none is copied from a model.
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -98,7 +99,8 @@ def _huge_last_array() -> bytes:
     return gguf_bytes([*VALID, u32("llama.context_length", 4096), bad])
 
 
-def _tokenizer_file(n_tokens: int) -> bytes:
+@functools.lru_cache(maxsize=2)
+def tokenizer_file(n_tokens: int) -> bytes:
     """A tokenizer of ``n_tokens`` strings, scores and types, then six rope keys (after the
     tokenizer, so the reader must step over it) and a rope_freqs tensor."""
     kvs = [
@@ -132,7 +134,7 @@ CRAFTED_GGUF = {
         lambda: gguf_bytes([*VALID, f32("llama.rope.scale_linear", 4.0)]),
         None,
     ),
-    "50k-entry tokenizer": (lambda: _tokenizer_file(50_000), None),
+    "50k-entry tokenizer": (lambda: tokenizer_file(50_000), None),
     "rope_freqs 1-D F32": (lambda: tensor_file((32,), GGML_F32), None),
     # refused: llama.cpp refuses them, or they are damaged or hostile
     "empty file": (lambda: b"", ("not a GGUF",)),

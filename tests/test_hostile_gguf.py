@@ -160,7 +160,9 @@ def test_per_layer_lists_must_have_one_entry_per_block(tmp_path):
 
 def test_the_tokenizer_is_skipped_and_the_keys_after_it_match_the_gguf_oracle(tmp_path):
     gguf = pytest.importorskip("gguf", reason="the gguf package (test oracle) is not installed")
-    path = _write(tmp_path, CRAFTED_GGUF["50k-entry tokenizer"][0]())
+    from hostile_files import tokenizer_file
+
+    path = _write(tmp_path, tokenizer_file(5_000))  # the oracle parses every token: keep it short
     tracemalloc.start()
     rope = read_gguf_rope(path)
     peak = tracemalloc.get_traced_memory()[1]
@@ -169,7 +171,7 @@ def test_the_tokenizer_is_skipped_and_the_keys_after_it_match_the_gguf_oracle(tm
     reader = gguf.GGUFReader(str(path))
     for key, value in rope.keys.items():
         assert reader.fields[key].contents() == value, key
-    assert len(reader.fields["tokenizer.ggml.tokens"].contents()) == 50_000
+    assert len(reader.fields["tokenizer.ggml.tokens"].contents()) == 5_000
     tensor = next(t for t in reader.tensors if t.name == "rope_freqs.weight")
     np.testing.assert_array_equal(rope.tensors["rope_freqs.weight"], np.asarray(tensor.data))
     assert set(rope.keys) == {k for k in reader.fields if k.split(".", 1)[1] in LLAMACPP_KEYS}
