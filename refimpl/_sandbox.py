@@ -44,6 +44,12 @@ MAX_ANSWER_OUTPUT = 4000
 # Largest header of a message (JSON): a few numbers and one bounded message.
 _MAX_HEADER = 2**16
 _LEN = struct.Struct("<Q")
+# Once the child starts to reply, the rest of its message follows at once (seconds allowed).
+_MESSAGE_SECONDS = 10.0
+# A runnable child short of CPU (a loaded machine) gets more wall time in these steps, up to
+# a total that no grading of a correct answer needs even on a machine shared by many jobs.
+_STARVED_STEP_SECONDS = 0.25
+_HARD_WALL_SECONDS = 10.0
 # A child whose pipe closed has exited or is about to: poll for its status this long.
 _DEATH_POLLS, _DEATH_POLL_SECONDS = 40, 0.005
 
@@ -336,11 +342,13 @@ class Sandbox:
             raise self.fatal
         if self.pid is None:
             return self._in_process(header, payload)
-        deadline = time.monotonic() + max(ANSWER_TIME_LIMIT - self.used, 0.0)
         start = time.monotonic()
         try:
             _send(self._to_child, _encode(header, payload))
-            reply, data = _receive(self._from_child, deadline, MAX_ANSWER_BYTES)
+            self._wait_for_reply(start)
+            reply, data = _receive(
+                self._from_child, time.monotonic() + _MESSAGE_SECONDS, MAX_ANSWER_BYTES
+            )
         except TimeoutError:
             raise self._fail(
                 AnswerFailed(
@@ -357,6 +365,32 @@ class Sandbox:
             return self._reply(reply, data)
         except (KeyError, TypeError, ValueError):  # not what the child's code sends
             raise self._fail(AnswerFailed("died", "answered the grader with garbage")) from None
+
+    def _wait_for_reply(self, start: float) -> None:
+        """Wait until the child starts to reply, within the answer's time. A child that is
+        runnable but has used less CPU than the limit (a loaded machine) is given more wall
+        time, up to ``_HARD_WALL_SECONDS``; one that sleeps or has used its CPU time is not."""
+        deadline = start + max(ANSWER_TIME_LIMIT - self.used, 0.0)
+        while True:
+            wait = max(deadline - time.monotonic(), 0.0)
+            if select.select([self._from_child], [], [], wait)[0]:
+                return
+            if not self._starved(start):
+                raise TimeoutError
+            deadline = time.monotonic() + _STARVED_STEP_SECONDS
+
+    def _starved(self, start: float) -> bool:
+        """Whether the child is waiting for a CPU rather than sleeping or spinning on its own
+        (Linux /proc: its state and its CPU time); False where that cannot be read."""
+        if time.monotonic() - start > _HARD_WALL_SECONDS:
+            return False
+        try:
+            with open(f"/proc/{self.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return False
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+        return fields[0] == "R" and cpu < ANSWER_TIME_LIMIT
 
     def _reply(self, reply: dict, data: bytes) -> np.ndarray:
         if reply.get("output"):

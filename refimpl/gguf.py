@@ -638,14 +638,17 @@ class _Cursor:
     def u64(self, what: str) -> int:
         return self.scalar(10, what)
 
-    def string(self, what: str, limit: int) -> str:
+    def string(self, what: str, limit: int, *, strict: bool = True) -> str:
+        """A string of at most ``limit`` bytes. Names (keys, tensor names) are compared, not
+        shown, and llama.cpp takes any bytes there (``strict=False``: undecodable bytes
+        never match a name refimpl reads); a value refimpl uses must be UTF-8."""
         n = self.u64(f"the length of {what}")
         if n > limit:
             self.need(n, what)  # a length beyond the file is damage, not a long string
             raise ValueError(f"{self.path}: {what} is {n} bytes long; at most {limit} are read")
         raw = self.take(n, what)
         try:
-            return raw.decode("utf-8")
+            return raw.decode("utf-8") if strict else raw.decode("utf-8", "replace")
         except UnicodeDecodeError:
             raise ValueError(f"{self.path}: {what} is not UTF-8 text") from None
 
@@ -747,7 +750,7 @@ def _read_kv(cur: _Cursor, head: _Header, n_kv: int) -> None:
     read (typed and bounded); every other value is skipped by its length."""
     pending: dict = {}
     for i in range(n_kv):
-        key = cur.string(f"key {i}", MAX_GGUF_KEY)
+        key = cur.string(f"key {i}", MAX_GGUF_KEY, strict=False)
         code = cur.value_type(key)
         if key == "general.architecture":
             if code != _STRING or head.arch is not None:
@@ -785,7 +788,7 @@ def _read_kv(cur: _Cursor, head: _Header, n_kv: int) -> None:
 def _read_tensor_infos(cur: _Cursor, head: _Header, n_tensors: int) -> None:
     """Tensor descriptions: names, shapes, types and offsets; only the rope tensors kept."""
     for i in range(n_tensors):
-        name = cur.string(f"tensor name {i}", _GGML_MAX_NAME - 1)
+        name = cur.string(f"tensor name {i}", _GGML_MAX_NAME - 1, strict=False)
         n_dims = cur.u32(f"the dimensions of {name}")
         if n_dims > _GGML_MAX_DIMS:
             raise ValueError(

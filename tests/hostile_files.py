@@ -219,9 +219,13 @@ CRAFTED_GGUF = {
         lambda: gguf_bytes([ARCH, struct.pack("<Q", 2**63) + b"x"]),
         ("truncated",),
     ),
-    "key not UTF-8": (
+    "a key that is not UTF-8 (llama.cpp takes any bytes)": (
         lambda: gguf_bytes([*VALID, kv("llama.\xff".encode("latin-1"), U32, b"\0\0\0\0")]),
-        ("UTF-8",),
+        None,
+    ),
+    "scaling type not UTF-8": (
+        lambda: gguf_bytes([*VALID, kv("llama.rope.scaling.type", STRING, gstr(b"\xffyarn"))]),
+        ("llama.rope.scaling.type", "UTF-8"),
     ),
     "alignment 3": (
         lambda: gguf_bytes([*VALID, u32("general.alignment", 3)]),
