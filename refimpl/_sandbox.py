@@ -31,9 +31,11 @@ import types
 
 import numpy as np
 
-#: Wall time an answer may take in one grading, summed over its calls (seconds). A correct
-#: answer to any exercise takes milliseconds; this bound keeps a whole check, the grader's own
-#: work included, under one second for an answer that hangs.
+#: Time an answer may take in one grading, summed over its calls (seconds): wall time while
+#: it sleeps or blocks, CPU time while it is runnable but waiting for a CPU (a loaded machine;
+#: see ``Sandbox._starved``). A correct answer to any exercise takes milliseconds; on an idle
+#: machine this bound keeps a whole check, the grader's own work included, under one second
+#: for an answer that hangs.
 ANSWER_TIME_LIMIT = 0.75
 #: Address space the answer's process may add to what it inherits (bytes).
 ANSWER_MEMORY_LIMIT = 2 * 2**30
