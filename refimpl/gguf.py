@@ -193,6 +193,9 @@ _NO_ROPE_STEP = 4
 # qwen35.cpp: is_recr_impl[i] = (i + 1) % interval != 0, interval 4 when absent).
 _LINEAR_ATTENTION_ARCHS = frozenset({"qwen3next", "qwen35", "qwen35moe"})
 _FULL_ATTENTION_INTERVAL = 4
+# Architectures whose loader multiplies the base by alpha^(d / (d - 2)) when the file has
+# rope.scaling.alpha (src/models/hunyuan-vl.cpp, load_arch_hparams; hunyuan-dense inherits it).
+_ALPHA_ARCHS = frozenset({"hunyuan-dense", "hunyuan-vl"})
 # float32 storage of a float key: values agree when within a few float32 rounding errors.
 _F32_AGREE = 4 * 2.0**-24
 
@@ -208,38 +211,18 @@ _MAX_SECTIONS = 4
 _REQUIRED = "required"  # a default that is no value: llama.cpp refuses the file without the key
 
 
-def _rule_base(value, key):
-    return check_base(value, key)
-
-
-def _rule_positive(value, key):
-    return check_positive(value, key)
-
-
-def _rule_finite(value, key):
-    return check_real(value, key)
-
-
 def _rule_factor(value, key):
     """A scaling factor: finite and non-negative; llama.cpp reads 0 as "not set"."""
     value = check_real(value, key)
     if value < 0:
         raise ValueError(
-            f"{key} must be positive (0 means not set, as llama.cpp reads it), got {value}"
+            f"{key} must be 0 (not set, as llama.cpp reads it) or positive, got {value}"
         )
     return value
 
 
-def _rule_width(value, key):
-    return check_dim(value, key)
-
-
 def _rule_head_width(value, key):
     return check_positive_int(value, key, maximum=MAX_DIM)
-
-
-def _rule_count(value, key):
-    return check_positive_int(value, key)
 
 
 def _rule_context(value, key):
@@ -292,10 +275,6 @@ def _rule_sections(value, key):
     return value
 
 
-def _rule_flag(value, key):
-    return check_flag(value, key)
-
-
 @dataclasses.dataclass(frozen=True)
 class LlamaCppKey:
     """How llama.cpp reads one ``{arch}.*`` key of a GGUF file.
@@ -315,15 +294,12 @@ class LlamaCppKey:
         the key.
     source : str
         The llama.cpp source line that sets the default.
-    legacy : str or None
-        An older key read in its place when the key is absent.
     """
 
     types: tuple
     default: object
     rule: Callable
     source: str
-    legacy: str | None = None
 
 
 def _head_dim_default(rope: GgufRope):
@@ -345,7 +321,10 @@ LLAMACPP_KEYS: Mapping[str, LlamaCppKey] = types.MappingProxyType(
             "load; refimpl needs it only where YaRN or LongRoPE use it)",
         ),
         "embedding_length": LlamaCppKey(
-            ("uint32",), None, _rule_count, "load_hparams: ml.get_key(LLM_KV_EMBEDDING_LENGTH, ...)"
+            ("uint32",),
+            None,
+            check_positive_int,
+            "load_hparams: ml.get_key(LLM_KV_EMBEDDING_LENGTH, ...)",
         ),
         "block_count": LlamaCppKey(
             ("uint32",),
@@ -368,13 +347,13 @@ LLAMACPP_KEYS: Mapping[str, LlamaCppKey] = types.MappingProxyType(
         "rope.dimension_count": LlamaCppKey(
             ("uint32",),
             _head_dim_default,
-            _rule_width,
+            check_dim,
             "load_hparams: hparams.n_rot = hparams.n_embd_head_k",
         ),
         "rope.dimension_count_swa": LlamaCppKey(
             ("uint32",),
             lambda rope: rope.value("rope.dimension_count"),
-            _rule_width,
+            check_dim,
             "load_hparams: hparams.n_rot_swa = hparams.n_rot_full",
         ),
         "rope.dimension_sections": LlamaCppKey(
@@ -387,13 +366,13 @@ LLAMACPP_KEYS: Mapping[str, LlamaCppKey] = types.MappingProxyType(
         "rope.freq_base": LlamaCppKey(
             ("float32",),
             10000.0,
-            _rule_base,
+            check_base,
             "load_hparams: hparams.rope_freq_base_train = 10000.0f",
         ),
         "rope.freq_base_swa": LlamaCppKey(
             ("float32",),
             lambda rope: rope.value("rope.freq_base"),
-            _rule_base,
+            check_base,
             "load_hparams: hparams.rope_freq_base_train_swa = hparams.rope_freq_base_train",
         ),
         "rope.scaling.type": LlamaCppKey(
@@ -408,7 +387,6 @@ LLAMACPP_KEYS: Mapping[str, LlamaCppKey] = types.MappingProxyType(
             _rule_factor,
             "load_hparams: float ropescale = 0.0f; ... rope_freq_scale_train = ropescale == "
             "0.0f ? 1.0f : 1.0f/ropescale",
-            legacy="rope.scale_linear",
         ),
         "rope.scale_linear": LlamaCppKey(
             ("float32",),
@@ -419,7 +397,7 @@ LLAMACPP_KEYS: Mapping[str, LlamaCppKey] = types.MappingProxyType(
         "rope.scaling.attn_factor": LlamaCppKey(
             ("float32",),
             1.0,
-            _rule_positive,
+            check_positive,
             "llama-hparams.h: float rope_attn_factor = 1.0f",
         ),
         "rope.scaling.original_context_length": LlamaCppKey(
@@ -429,36 +407,36 @@ LLAMACPP_KEYS: Mapping[str, LlamaCppKey] = types.MappingProxyType(
             "load_hparams: hparams.n_ctx_orig_yarn = hparams.n_ctx_train",
         ),
         "rope.scaling.finetuned": LlamaCppKey(
-            ("bool",), False, _rule_flag, "load_hparams: bool rope_finetuned = false"
+            ("bool",), False, check_flag, "load_hparams: bool rope_finetuned = false"
         ),
         "rope.scaling.yarn_ext_factor": LlamaCppKey(
             ("float32",),
             -1.0,
-            _rule_finite,
+            check_real,
             "llama-hparams.h: yarn_ext_factor = -1.0f (not set: llama-context.cpp makes it 1 "
             "for YaRN, else 0)",
         ),
         "rope.scaling.yarn_attn_factor": LlamaCppKey(
-            ("float32",), 1.0, _rule_positive, "llama-hparams.h: yarn_attn_factor = 1.0f"
+            ("float32",), 1.0, check_positive, "llama-hparams.h: yarn_attn_factor = 1.0f"
         ),
         "rope.scaling.yarn_beta_fast": LlamaCppKey(
-            ("float32",), 32.0, _rule_finite, "llama-hparams.h: yarn_beta_fast = 32.0f"
+            ("float32",), 32.0, check_real, "llama-hparams.h: yarn_beta_fast = 32.0f"
         ),
         "rope.scaling.yarn_beta_slow": LlamaCppKey(
-            ("float32",), 1.0, _rule_finite, "llama-hparams.h: yarn_beta_slow = 1.0f"
+            ("float32",), 1.0, check_real, "llama-hparams.h: yarn_beta_slow = 1.0f"
         ),
         "rope.scaling.yarn_log_multiplier": LlamaCppKey(
             ("float32",),
             0.0,
-            _rule_finite,
+            check_real,
             "llama-hparams.h: float rope_yarn_log_mul = 0.0f",
         ),
         "rope.scaling.alpha": LlamaCppKey(
             ("float32",),
             None,
-            _rule_positive,
+            check_positive,
             "load_hparams: ml.get_key(LLM_KV_ROPE_SCALING_ALPHA, hparams.rope_scaling_alpha, "
-            "false)",
+            "false); applied to the base by src/models/hunyuan-vl.cpp (hunyuan-dense too)",
         ),
         "attention.sliding_window_pattern": LlamaCppKey(
             ("uint32", "array<bool>"),
@@ -469,7 +447,7 @@ LLAMACPP_KEYS: Mapping[str, LlamaCppKey] = types.MappingProxyType(
         "full_attention_interval": LlamaCppKey(
             ("uint32",),
             _FULL_ATTENTION_INTERVAL,
-            _rule_count,
+            check_positive_int,
             "src/models/qwen3next.cpp, qwen35.cpp: interval 4 when absent",
         ),
         "attention.recurrent_layers": LlamaCppKey(
@@ -945,6 +923,10 @@ def llamacpp_rope_parameters(
             "or embedding_length and attention.head_count)"
         )
     base = rope.value("rope.freq_base_swa" if sliding else "rope.freq_base")
+    alpha = rope.value("rope.scaling.alpha")
+    if alpha is not None and rope.arch in _ALPHA_ARCHS:
+        head = rope.head_dim or n_dims  # NTK-alpha: base * alpha^(d / (d - 2)), d the head
+        base = base * alpha ** (head / (head - 2))
     kind = "none" if sliding else rope.value("rope.scaling.type")
     factor = rope.value("rope.scaling.factor")
     freq_scale = 1.0 if kind == "none" or factor == 0.0 else 1.0 / factor

@@ -7,6 +7,7 @@ well-formed files; the command line runs on the same files in ``test_hostile_cli
 from __future__ import annotations
 
 import math
+import pathlib
 import tracemalloc
 
 import numpy as np
@@ -316,3 +317,20 @@ _GGUF_NAMES = {
     "array<uint32>",
     "array<bool>",
 }
+
+
+def test_ntk_alpha_scales_the_base_only_where_llamacpp_applies_it(tmp_path):
+    """rope.scaling.alpha is read for every architecture but applied to the base only by
+    HunYuan's loader (base * alpha^(d/(d-2)), d the head width); the converted HunYuan config
+    then reads back as its own NTK-alpha rope."""
+    cfg = pathlib.Path(__file__).parent / "parity" / "configs" / "hunyuan-v1-dense.handmade.json"
+    path = _converted(tmp_path, cfg)
+    assert compare_gguf(path, cfg) == []
+    np.testing.assert_allclose(
+        rope_from_gguf(path).inv_freq, rope_from_config(cfg).inv_freq, rtol=1e-12
+    )
+    plain = rope_from_gguf(_write(tmp_path, gguf_bytes(VALID), "plain.gguf"))
+    llama = rope_from_gguf(
+        _write(tmp_path, gguf_bytes([*VALID, f32("llama.rope.scaling.alpha", 1000.0)]), "l.gguf")
+    )
+    np.testing.assert_array_equal(llama.inv_freq, plain.inv_freq)
