@@ -473,8 +473,8 @@ def snapshot() -> dict:
 def tampered(before: dict) -> str | None:
     """The first function of ``before`` that has been replaced (or whose code has), as
     ``"module.name"``; None when every one is as loaded. A refimpl module loaded after the
-    snapshot is added to it at first sight; a public name of the package must be a function
-    or class defined in a refimpl module and still bound there."""
+    snapshot is added to it at first sight; a public function or class of the package must be
+    one defined in a refimpl module."""
     for mod_name, mod in list(sys.modules.items()):
         if mod_name not in before["modules"] and isinstance(mod, types.ModuleType):
             if _watched(mod_name):
@@ -490,8 +490,7 @@ def tampered(before: dict) -> str | None:
         if not isinstance(obj, (types.FunctionType, type)):
             continue
         home = getattr(obj, "__module__", "") or ""
-        own = getattr(sys.modules.get(home), getattr(obj, "__name__", ""), None)
-        if not home.startswith("refimpl") or own is not obj:
+        if not (home == "refimpl" or home.startswith("refimpl.")):
             return f"refimpl.{name}"
     return None
 
