@@ -25,10 +25,11 @@ The grader contract: an answer that is a function runs in a forked child process
 (:mod:`refimpl._sandbox`) with a time limit of ``ANSWER_TIME_LIMIT`` seconds per grading
 (0.75 s: on an idle machine a check stays under one second; on a loaded one an answer that is
 waiting for a CPU is charged its CPU time, up to 10 s of wall time) and an address-space
-limit; what it prints is shown after the grade. The reference is computed in the grader's own process, which the answer never
-runs in, and only after checking that no function of refimpl (or NumPy) has been replaced since
-the graders were imported; a replaced one fails the grade and names it. An answer value built
-from a class the reader wrote is converted to an array in a child process too.
+limit; what it prints is shown after the grade. The reference is computed in the grader's own
+process, which the answer never runs in, and only after checking that no function of refimpl
+(or NumPy) has been replaced since the graders were imported; a replaced one fails the grade
+and names it. An answer value built from a class the reader wrote is converted to an array in
+a child process too.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ __all__ = [
 
 #: Relative tolerance of the array graders: float32 answers (unit roundoff 6e-8) pass.
 DEFAULT_RTOL = 1e-6
-#: Wall time an answer may take in one grading, in seconds (see :mod:`refimpl._sandbox`).
+#: Time an answer may take in one grading, in seconds (see :mod:`refimpl._sandbox`).
 ANSWER_TIME_LIMIT = _sandbox.ANSWER_TIME_LIMIT
 #: A tolerance of 1 or more would accept any answer of the right sign and magnitude.
 MAX_RTOL = 1.0
