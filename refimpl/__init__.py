@@ -278,3 +278,11 @@ __all__ = [
     "xpos_scale",
     "xpos_zeta",
 ]
+
+
+def __getattr__(name):
+    """Names removed this minor version keep working with a DeprecationWarning that names
+    their replacement (refimpl._deprecated); any other missing name is an AttributeError."""
+    from ._deprecated import deprecated_attribute
+
+    return deprecated_attribute(__name__, name)

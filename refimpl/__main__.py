@@ -436,6 +436,12 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"refimpl {args.command}: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:  # only code a command runs (check's function) raises it here
+        print(
+            f"refimpl {args.command}: error: the code it ran called sys.exit({exc.code!r})",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

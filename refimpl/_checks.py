@@ -441,3 +441,59 @@ def check_out(out, shape, dtype, name: str = "out"):
     if out.dtype != dtype:
         raise ValueError(f"{name} must have dtype {dtype}, got {out.dtype}")
     return out
+
+
+def as_exact_integers(values, name: str, *, ndim: tuple[int, ...] | None = None) -> np.ndarray:
+    """``values`` (integers of any dtype) as int64, each within ``+-EXACT_INTEGER`` (2**53).
+
+    The range is checked on the values themselves, before any conversion: a uint64 above
+    2**63 would wrap to a negative int64, and an int64 beyond 2**53 would be rounded once it
+    meets a float64 position."""
+    arr = _asarray(values, name)
+    if arr.dtype == object or arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integers (any integer dtype), got dtype {arr.dtype}")
+    if ndim is not None and arr.ndim not in ndim:
+        dims = " or ".join(map(str, ndim))
+        raise ValueError(f"{name} must have {dims} dimension(s), got shape {arr.shape}")
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < -EXACT_INTEGER or hi > EXACT_INTEGER:
+            raise ValueError(
+                f"{name} must lie within +-2**53 (exact in float64), got values from {lo} to {hi}"
+            )
+    return arr.astype(np.int64)
+
+
+def check_exact_range(low, high, name: str) -> None:
+    """Refuse a result whose values would leave ``+-EXACT_INTEGER`` (2**53): ``low`` and
+    ``high`` are its exact extremes as Python numbers, computed before any fixed-width sum."""
+    if low < -EXACT_INTEGER or high > EXACT_INTEGER:
+        worst = low if -low > high else high
+        raise ValueError(
+            f"{name} must lie within +-2**53 (exact in float64 and int64 arithmetic), got {worst}"
+        )
+
+
+def check_keywords(public_name: str, given, accepted) -> None:
+    """Refuse keyword arguments a public function does not take, naming the function (not an
+    internal one it forwards to) and the keywords it takes."""
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        word = "argument" if len(unknown) == 1 else "arguments"
+        raise TypeError(
+            f"{public_name} got unexpected keyword {word} {', '.join(map(repr, unknown))}; "
+            f"it takes {', '.join(accepted)}"
+        )
+
+
+def deprecated(old: str, replacement: str, *, removed_in: str, stacklevel: int = 3) -> None:
+    """Warn that the public name or keyword ``old`` is deprecated, naming its replacement and
+    the version that removes it (the package's deprecation rule: a renamed or removed name
+    keeps working for one minor version with this warning)."""
+    import warnings
+
+    warnings.warn(
+        f"{old} is deprecated and will be removed in refimpl {removed_in}; use {replacement}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )

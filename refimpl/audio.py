@@ -12,12 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (
+    MAX_POSITION,
     as_positions,
     check_base,
     check_count,
     check_dim,
+    check_exact_range,
     check_positive,
     check_positive_int,
+    check_table_size,
 )
 from .multiaxis import apply_rope_2d
 
@@ -72,8 +75,9 @@ def whisper_sinusoids(
     >>> whisper_sinusoids(2, 4, 100.0).round(4).tolist()
     [[0.0, 0.0, 1.0, 1.0], [0.8415, 0.01, 0.5403, 1.0]]
     """
-    n = check_count(length, "length")
+    n = check_count(length, "length", maximum=MAX_POSITION)
     w = _whisper_inv_timescales(channels, max_timescale)
+    check_table_size(n, w.shape[0] * 2, "the whisper table (length, channels)")
     ang = np.multiply.outer(np.arange(n, dtype=np.float64), w)
     return np.concatenate([np.sin(ang), np.cos(ang)], axis=1)
 
@@ -132,17 +136,20 @@ def frame_times(
     -------
     numpy.ndarray, shape (num_frames,), float64
         Usable as RoPE positions in seconds (scale them by tokens per second for indices).
+        Each time is the correctly rounded quotient of the exact sample index
+        ``f * stride * hop_length`` (an integer, at most 2**53) by ``sample_rate``.
 
     Examples
     --------
     >>> frame_times(3, stride=2).tolist()
     [0.0, 0.02, 0.04]
     """
-    n = check_count(num_frames, "num_frames")
+    n = check_count(num_frames, "num_frames", maximum=MAX_POSITION)
     hop = check_positive_int(hop_length, "hop_length")
     sr = check_positive_int(sample_rate, "sample_rate")
     st = check_positive_int(stride, "stride")
-    return np.arange(n) * (st * hop) / sr
+    check_exact_range(0, max(n - 1, 1) * st * hop, "the last frame's sample index")
+    return np.arange(n, dtype=np.int64) * (st * hop) / sr
 
 
 def spectrogram_patch_grid(n_time: int, n_freq: int, *, order: str = "freq-major"):
@@ -168,6 +175,7 @@ def spectrogram_patch_grid(n_time: int, n_freq: int, *, order: str = "freq-major
     """
     t = check_positive_int(n_time, "n_time")
     f = check_positive_int(n_freq, "n_freq")
+    check_table_size(t, f, "the patch grid (n_time, n_freq)")
     if order not in ("freq-major", "time-major"):
         raise ValueError(f"order must be 'freq-major' or 'time-major', got {order!r}")
     if order == "freq-major":

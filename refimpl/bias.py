@@ -25,6 +25,7 @@ from ._checks import (
     check_out,
     check_positive,
     check_positive_int,
+    check_table_size,
 )
 
 __all__ = [
@@ -111,10 +112,23 @@ def _check_slopes(slopes, n_heads: int) -> np.ndarray:
     return s
 
 
-def _query_key_positions(q_len, k_len, query_offset):
-    ql = check_positive_int(q_len, "q_len")
-    kl = ql if k_len is None else check_positive_int(k_len, "k_len")
-    off = kl - ql if query_offset is None else check_count(query_offset, "query_offset")
+def _query_key_positions(q_len, k_len, query_offset, per_pair: int = 1):
+    """Query and key positions as float64 (exact: every position is at most MAX_POSITION),
+    after checking that a result of ``per_pair`` values per (query, key) pair (heads, or an
+    intermediate's width) stays within MAX_TABLE_ELEMENTS."""
+    ql = check_positive_int(q_len, "q_len", maximum=MAX_POSITION)
+    kl = ql if k_len is None else check_positive_int(k_len, "k_len", maximum=MAX_POSITION)
+    off = (
+        kl - ql
+        if query_offset is None
+        else check_count(query_offset, "query_offset", maximum=MAX_POSITION)
+    )
+    if off + ql - 1 > MAX_POSITION:
+        raise ValueError(
+            f"query_offset + q_len - 1 (the last query position) must be at most MAX_POSITION "
+            f"= {MAX_POSITION}, got {off + ql - 1}"
+        )
+    check_table_size(ql * kl, per_pair, "the bias (q_len * k_len, heads)")
     i = np.arange(ql, dtype=np.float64) + off  # query positions
     j = np.arange(kl, dtype=np.float64)  # key positions
     return ql, kl, i, j
@@ -176,7 +190,7 @@ def alibi_bias(
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     m = alibi_slopes(n) if slopes is None else _check_slopes(slopes, n)
-    ql, kl, i, j = _query_key_positions(q_len, k_len, query_offset)
+    ql, kl, i, j = _query_key_positions(q_len, k_len, query_offset, n)
     out = check_out(out, (n, ql, kl), np.dtype(np.float64))
     res = np.empty((n, ql, kl)) if out is None else out
     dist = i[:, None] - j[None, :]  # (q_len, k_len): i - j
@@ -229,7 +243,7 @@ def alibi_shifted_bias(
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     m = alibi_slopes(n) if slopes is None else _check_slopes(slopes, n)
-    ql, kl, i, j = _query_key_positions(q_len, k_len, query_offset)
+    ql, kl, i, j = _query_key_positions(q_len, k_len, query_offset, n)
     res = np.broadcast_to(m[:, None, None] * j[None, None, :], (n, ql, kl)).copy()
     if causal:
         res[:, (i[:, None] - j[None, :]) < 0] = -np.inf  # [eq:alibi-shifted]
@@ -400,8 +414,8 @@ def t5_bias(
         raise ValueError(
             f"table must have num_buckets = {nb} rows (one per bucket), got shape {tab.shape}"
         )
-    _, _, i, j = _query_key_positions(q_len, k_len, query_offset)
-    rel = (j[None, :] - i[:, None]).astype(np.int64)  # (q_len, k_len): key - query
+    _, _, i, j = _query_key_positions(q_len, k_len, query_offset, tab.shape[1])
+    rel = (j[None, :] - i[:, None]).astype(np.int64)  # exact: |positions| <= MAX_POSITION
     b = t5_relative_position_bucket(
         rel, bidirectional=bidirectional, num_buckets=nb, max_distance=max_distance
     )
@@ -473,7 +487,7 @@ def kerple_bias(
     b = _head_params(r2, "r2", n_heads=a.shape[0])
     if kind == "power" and np.any(b > _KERPLE_MAX_POWER):
         raise ValueError(f"r2 must be <= 2 in the power form (a valid kernel), got {b.tolist()}")
-    _, _, i, j = _query_key_positions(q_len, k_len, query_offset)
+    _, _, i, j = _query_key_positions(q_len, k_len, query_offset, a.shape[0])
     dist = i[:, None] - j[None, :]  # (q_len, k_len): i - j
     r = np.abs(dist)[None, :, :]
     if kind == "log":
@@ -532,7 +546,7 @@ def sandwich_bias(
     d = check_dim(dim, "dim")
     b = check_base(base)
     omega = b ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # (dim/2,)
-    _, _, i, j = _query_key_positions(q_len, k_len, query_offset)
+    _, _, i, j = _query_key_positions(q_len, k_len, query_offset, max(lam.shape[0], d // 2))
     dist = i[:, None] - j[None, :]
     inner = np.cos(dist[:, :, None] * omega).sum(axis=-1)  # [eq:sandwich-bias]
     res = lam[:, None, None] * inner[None, :, :]
@@ -603,7 +617,8 @@ def fire_bias(
     w1, b1, w2, b2 = _fire_mlp(mlp)
     cc = check_positive(c, "c")
     big_l = check_positive(threshold, "threshold")
-    _, _, i, j = _query_key_positions(q_len, k_len, query_offset)
+    width = max(w2.shape[0], w1.shape[0])  # heads, and the hidden layer (q_len, k_len, H)
+    _, _, i, j = _query_key_positions(q_len, k_len, query_offset, width)
     dist = i[:, None] - j[None, :]
     num = np.log1p(cc * np.maximum(dist, 0.0))
     den = np.log1p(cc * np.maximum(big_l, i))[:, None]

@@ -48,6 +48,7 @@ from ._checks import (
     check_dim,
     check_flag,
     check_int,
+    check_keywords,
     check_pairing,
     check_positive,
     check_positive_int,
@@ -91,6 +92,10 @@ _ROPE_ROOM_KEYS = ("rope_parameters", "rope_scaling", "rope_theta", "hidden_size
 
 
 # --------------------------------------------------------------------------- the spec
+
+
+# The position keywords RopeSpec.apply forwards to rotary.apply_rope_tables.
+_POSITION_KEYWORDS = ("offsets", "cu_seqlens", "cp_rank", "cp_size", "inverse")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -388,6 +393,11 @@ class RopeSpec:
         fixed = sorted({"rotary_offset", "output_order", "pairing"} & set(position_keywords))
         if fixed:
             raise TypeError(f"{fixed} are the spec's own; build another spec to change them")
+        check_keywords(
+            "RopeSpec.apply",
+            position_keywords,
+            ["x", "positions", "precision", *_POSITION_KEYWORDS],
+        )
         layout = {
             "pairing": self.pairing,
             "rotary_offset": self.rotary_offset,

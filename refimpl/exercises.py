@@ -16,21 +16,35 @@ Which grader to call from a page:
 * a SymPy expression, compared symbolically -> :func:`grade_expression`
 * any function run on hidden inputs -> :func:`grade_function`
 
-A grader never raises because of the reader's answer: a function that raises, an answer of the
-wrong type or shape, or one with NaN is a failing :class:`Grade` whose hint says so. It raises
-only for bad grader arguments (``dim``, ``base``, ``rtol``, ...), naming the argument.
+A grader never raises because of the reader's answer: a function that raises, calls
+``sys.exit``, hangs, returns None, NaN, a ragged list or the wrong type, an answer of the wrong
+type or shape, or one with NaN is a failing :class:`Grade` whose hint says so. It raises only
+for bad grader arguments (``dim``, ``base``, ``rtol``, ...), naming the argument.
+
+The grader contract: an answer that is a function runs in a forked child process
+(:mod:`refimpl._sandbox`) with a time limit of ``ANSWER_TIME_LIMIT`` seconds per grading
+(0.75 s: on an idle machine a check stays under one second; on a loaded one an answer that is
+waiting for a CPU is charged its CPU time, up to 10 s of wall time) and an address-space
+limit; what it prints is shown after the grade. The reference is computed in the grader's own
+process, which the answer never runs in, and only after checking that no function of refimpl
+(or NumPy) has been replaced since the graders were imported; a replaced one fails the grade
+and names it. An answer value built from a class the reader wrote is converted to an array in
+a child process too.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 
 import numpy as np
 
+from . import _sandbox
 from ._checks import (
     check_base,
     check_dim,
+    check_keywords,
     check_nonnegative,
     check_pairing,
     check_positive,
@@ -58,6 +72,8 @@ __all__ = [
 
 #: Relative tolerance of the array graders: float32 answers (unit roundoff 6e-8) pass.
 DEFAULT_RTOL = 1e-6
+#: Time an answer may take in one grading, in seconds (see :mod:`refimpl._sandbox`).
+ANSWER_TIME_LIMIT = _sandbox.ANSWER_TIME_LIMIT
 #: A tolerance of 1 or more would accept any answer of the right sign and magnitude.
 MAX_RTOL = 1.0
 
@@ -99,6 +115,18 @@ class _NotNumeric(Exception):
 
 
 def _as_answer(answer, name: str = "answer") -> np.ndarray:
+    if not _sandbox.plain_value(answer):  # the reader's own class: convert it in a child
+        with _sandbox.Sandbox(answer) as box:
+            try:
+                arr = box.value()
+            except _sandbox.AnswerFailed as exc:
+                if exc.kind == "result":
+                    text = f"{name} must be a real numeric array: it is {exc.message}"
+                else:
+                    text = f"converting {name} to an array {_failure(exc).rstrip('.')}"
+                raise _NotNumeric(text) from None
+        _show_output(box)
+        return arr
     try:
         arr = np.asarray(answer)
     except (TypeError, ValueError) as exc:  # ragged lists and the like
@@ -115,6 +143,9 @@ def _close(a, b, rtol, atol) -> bool:
 
 def _grade(answer, reference, mistakes, *, rtol, atol, what: str) -> Grade:
     """Pass if answer ~ reference; else the hint of the first mistake that reproduces it."""
+    tampered = _tampered_grade()
+    if tampered is not None:
+        return tampered
     try:
         a = _as_answer(answer)
     except _NotNumeric as exc:
@@ -434,14 +465,30 @@ def grade_apply_rope(
     d = check_dim(dim)
     b = check_base(base)
     check_pairing(pairing)
-    guarded = _Guarded(fn)
-    try:
-        rep = check_rope(guarded, dim=d, base=b, pairing=pairing, rotary_dim=rotary_dim)
-    except Exception:
-        if guarded.error is None:
-            raise  # the grader's own arguments, not the reader's function
-        return Grade(False, _raised_hint("fn(x, positions)", guarded.error), _INF)
-    if guarded.mutated:
+    tampered = _tampered_grade()
+    if tampered is not None:
+        return tampered
+    with _sandbox.Sandbox(fn) as box:
+        try:
+            rep = check_rope(
+                _Proxy(box),
+                dim=d,
+                base=b,
+                pairing=pairing,
+                rotary_dim=rotary_dim,
+                # torch tensors only for an answer whose session has torch (never an import
+                # of torch while grading, which alone would take seconds)
+                backend="auto" if "torch" in sys.modules else "numpy",
+            )
+        except Exception:
+            if box.error is None:
+                raise  # the grader's own arguments, not the reader's function
+            rep = None
+    _show_output(box)
+    failure = box.fatal or (box.error if rep is None else None)
+    if failure is not None:
+        return Grade(False, _answer_hint("fn(x, positions)", failure, _CALL_NOTE), _INF)
+    if box.mutated:
         return Grade(False, _MUTATION_HINT, rep.max_error)
     if rep.ok:
         return Grade(True, "Correct: " + rep.findings[0], rep.max_error)
@@ -454,41 +501,79 @@ _MUTATION_HINT = (
     "queries and keys change under it. Compute into a new array (np.empty_like(x), "
     "np.concatenate) and return it."
 )
+_CALL_NOTE = (
+    " The grader calls it with a NumPy array x of shape (seq, dim) and positions of shape "
+    "(seq,); make it run on those."
+)
 
 
-class _Guarded:
-    """Wraps a reader's function: records the first exception it raises and whether it wrote
-    into its (NumPy) input arrays."""
+class _Proxy:
+    """``fn(x, positions)`` for the checker, run in the sandbox's child: the result comes back
+    as a float64 array of x's shape with finite values, or the failure is recorded in the
+    sandbox and raised (the checker then probes the positions where the answer works, as it
+    does for a short cos/sin cache)."""
 
-    def __init__(self, fn: Callable):
-        self.fn = fn
-        self.error: BaseException | None = None
-        self.mutated = False
+    def __init__(self, box):
+        self.box = box
+        self.torch_ready = "torch" in sys.modules  # the child has what the parent had
 
-    def __call__(self, *args):
-        before = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
-        try:
-            out = self.fn(*args)
-        except Exception as exc:
-            if self.error is None:
-                self.error = exc
-            raise
-        for a, b in zip(args, before, strict=True):
-            if b is not None and not np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"):
-                self.mutated = True
+    def __call__(self, x, positions):
+        torch_args = hasattr(x, "detach")
+        if torch_args:
+            if not self.torch_ready:
+                raise _sandbox.AnswerFailed("raised", "torch was not imported", "ImportError")
+            x, positions = x.numpy(), positions.numpy()
+        out = self.box.call(x, positions, torch_args=torch_args)
+        if out.shape != x.shape:
+            raise self.box._fail(
+                _sandbox.AnswerFailed(
+                    "result", f"an array of shape {out.shape}; it must have x's shape {x.shape}"
+                )
+            )
+        if not _sandbox.finite(out):
+            raise self.box._fail(_sandbox.AnswerFailed("result", "NaN or inf for finite input x"))
         return out
+
+
+def _failure(exc) -> str:
+    """What an answer did, as the end of a sentence that starts with its call."""
+    if exc.kind == "raised":
+        return f"raised {exc.type_name}: {exc.message or '(no message)'}."
+    if exc.kind == "exit":
+        return f"{exc.message}: an answer returns its result, it does not end the program."
+    if exc.kind == "result":
+        return f"returned {exc.message}."
+    return f"{exc.message}."
+
+
+def _answer_hint(call: str, exc, note: str = "") -> str:
+    hint = f"{call} {_failure(exc)}"
+    return hint + note if exc.kind == "raised" else hint
+
+
+def _show_output(box) -> None:
+    """Print what the answer printed in its process (bounded), after the grade is made."""
+    if box.output:
+        sys.stdout.write("".join(box.output))
+
+
+def _tampered_grade():
+    """A failing Grade when a function refimpl (or NumPy) loaded has been replaced since the
+    graders were imported: the reference cannot be trusted then."""
+    name = _sandbox.tampered(_SNAPSHOT)
+    if name is None:
+        return None
+    return Grade(
+        False,
+        f"{name} is not the function that was loaded: it has been replaced in this session, "
+        "so the grader cannot trust its reference. Restart the kernel and run the cells again "
+        "without replacing it.",
+        _INF,
+    )
 
 
 def _kind(value) -> str:
     return "..." if value is Ellipsis else type(value).__name__
-
-
-def _raised_hint(call: str, exc: BaseException) -> str:
-    msg = str(exc).strip() or "(no message)"
-    return (
-        f"{call} raised {type(exc).__name__}: {msg}. The grader calls it with a NumPy array "
-        "x of shape (seq, dim) and positions of shape (seq,); make it run on those."
-    )
 
 
 def grade_yarn_inv_freq(
@@ -609,6 +694,11 @@ def grade_scaled_inv_freq(
 
     rtol = _check_rtol(rtol)
     fn = ROPE_SCALINGS[rope_type]  # an unknown type raises, listing the known ones
+    check_keywords(
+        f"grade_scaled_inv_freq(rope_type={rope_type!r})",
+        params,
+        ["answer", "rope_type", "dim", "base", "rtol", *fn.parameters[2:]],
+    )
     ref = np.asarray(fn(dim=dim, base=base, **params).inv_freq, dtype=np.float64)
     plain = _inv_freq(check_dim(dim), check_base(base))
     mistakes = [
@@ -855,27 +945,32 @@ def grade_function(
         return Grade(False, f"{what} must be a function, got {_kind(fn)}.", _INF)
     rtol = _check_rtol(rtol)
     atol = check_nonnegative(atol, "atol")
+    inputs = list(inputs)
     worst = 0.0
-    for k, args in enumerate(inputs):
-        guarded = _Guarded(fn)
-        try:
-            got = guarded(*_copies(args))
-        except Exception as exc:
-            return Grade(False, _raised_hint(what, exc).split(" The grader")[0], _INF)
-        if guarded.mutated:
-            return Grade(
-                False,
-                f"{what} overwrites its input in place: the caller's array changes under it. "
-                "Compute into a new array and return it.",
-                _INF,
-            )
-        ref = _as_answer(reference(*_copies(args)), "expected")
-        cands = [(_as_answer(m(*_copies(args)), "mistake"), hint) for m, hint in mistakes]
-        g = _grade(got, ref, cands, rtol=rtol, atol=atol, what=f"{what}'s output")
-        if not g:
-            shown = ", ".join(_describe_arg(a) for a in args)
-            return Grade(False, f"On the hidden input #{k} ({shown}): {g.hint}", g.max_error)
-        worst = max(worst, g.max_error)
+    with _sandbox.Sandbox(fn, inputs) as box:
+        for k, args in enumerate(inputs):
+            try:
+                got = box.call_input(k)
+            except _sandbox.AnswerFailed as exc:
+                _show_output(box)
+                return Grade(False, _answer_hint(what, exc), _INF)
+            if box.mutated:
+                _show_output(box)
+                return Grade(
+                    False,
+                    f"{what} overwrites its input in place: the caller's array changes under "
+                    "it. Compute into a new array and return it.",
+                    _INF,
+                )
+            ref = _as_answer(reference(*_copies(args)), "expected")
+            cands = [(_as_answer(m(*_copies(args)), "mistake"), hint) for m, hint in mistakes]
+            g = _grade(got, ref, cands, rtol=rtol, atol=atol, what=f"{what}'s output")
+            if not g:
+                _show_output(box)
+                shown = ", ".join(_describe_arg(a) for a in args)
+                return Grade(False, f"On the hidden input #{k} ({shown}): {g.hint}", g.max_error)
+            worst = max(worst, g.max_error)
+    _show_output(box)
     return Grade(
         True,
         f"Correct: {what} matches the reference on every hidden input (max error {worst:.2g}).",
@@ -889,3 +984,8 @@ def _copies(args) -> tuple:
 
 def _describe_arg(a) -> str:
     return f"array of shape {a.shape}" if isinstance(a, np.ndarray) else repr(a)
+
+
+# Every function and class of refimpl and NumPy as the graders were imported (checked before a
+# reference is trusted).
+_SNAPSHOT = _sandbox.snapshot()

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_real_array, check_count, check_positive_int
+from ._checks import (
+    MAX_POSITION,
+    as_exact_integers,
+    as_real_array,
+    check_count,
+    check_positive_int,
+)
 from .bias import t5_relative_position_bucket
 
 __all__ = [
@@ -28,9 +34,15 @@ __all__ = [
 
 
 def _adjacency(adjacency) -> np.ndarray:
+    """The adjacency as float64: boolean and integer matrices are promoted explicitly before
+    any arithmetic (in an integer dtype, D^(-1/2) would truncate to 0 and degrees could wrap),
+    and integer weights must be exact in float64."""
     a = as_real_array(adjacency, "adjacency")
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
         raise ValueError(f"adjacency must be a non-empty square (n, n) matrix, got {a.shape}")
+    if a.dtype.kind in "iu":
+        as_exact_integers(a, "adjacency")
+    a = a.astype(np.float64)
     if not np.all(np.isfinite(a)) or np.any(a < 0):
         raise ValueError("adjacency must have finite non-negative weights")
     if not np.array_equal(a, a.T):
@@ -193,8 +205,11 @@ def graph_distance_buckets(distances, *, num_buckets: int = 32, max_distance: in
     [0, 1, 3, 4]
     """
     d = np.asarray(distances)
-    if d.dtype.kind not in "iu":
+    if d.dtype == object or d.dtype.kind not in "iu":
         raise TypeError(f"distances must be integers, got dtype {d.dtype}")
+    if d.size and int(d.max()) > MAX_POSITION:
+        raise ValueError(f"distances must be at most MAX_POSITION = {MAX_POSITION} hops")
+    d = d.astype(np.int64)  # explicit: -d of an unsigned array would wrap
     if np.any(d < -1):
         raise ValueError("distances must be >= 0, or -1 for unreachable pairs")
     nb = check_positive_int(num_buckets, "num_buckets")
@@ -230,7 +245,9 @@ def graph_distance_bias(
     >>> b.tolist()
     [[[0.0, -1.0], [-1.0, 0.0]]]
     """
-    t = as_real_array(table, "table")
+    t = as_real_array(table, "table").astype(np.float64)  # the bias is float64 (documented)
+    if not np.all(np.isfinite(t)):
+        raise ValueError("table must be finite (found NaN or inf)")
     nb = check_positive_int(num_buckets, "num_buckets")
     check_count(max_distance, "max_distance")
     if t.ndim != 2 or t.shape[1] != nb + 1:
@@ -270,6 +287,10 @@ def coordinate_rope_angles(coords, inv_freq) -> np.ndarray:
     """
     x = as_real_array(coords, "coords")
     f = as_real_array(inv_freq, "inv_freq")
+    for arr, name in ((x, "coords"), (f, "inv_freq")):
+        if arr.dtype.kind in "iu":
+            as_exact_integers(arr, name)  # integer coordinates stay exact in float64
+    x, f = x.astype(np.float64), f.astype(np.float64)  # angles are float64, never integers
     if x.ndim != 2 or f.ndim != 2 or f.shape[0] != x.shape[1]:
         raise ValueError(
             f"coords (n, A) and inv_freq (A, k) must agree on A, got {x.shape} and {f.shape}"

@@ -14,7 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import (
+    EXACT_INTEGER,
     MAX_POSITION,
+    as_exact_integers,
     as_float_array,
     as_inv_freq,
     as_positions,
@@ -23,12 +25,15 @@ from ._checks import (
     check_choice,
     check_count,
     check_dim,
+    check_exact_range,
     check_flag,
     check_int,
+    check_keywords,
     check_nonnegative,
     check_pairing,
     check_positive,
     check_positive_int,
+    check_table_size,
 )
 from .rotary import apply_rope_tables
 from .rotary import inv_freq as _inv_freq
@@ -337,9 +342,7 @@ def mrope_cos_sin(
         raise ValueError(
             f"position_ids must have shape ({n_axes}, seq) (one row per axis), got {ids.shape}"
         )
-    ids = ids.astype(np.float64)
-    if not np.all(np.isfinite(ids)):
-        raise ValueError("position_ids must be finite (found NaN or inf)")
+    ids = _exact_ids(ids, "position_ids")
     if sum(sec) != half:
         raise ValueError(
             f"mrope_section must sum to len(inv_freq) = d/2 = {half} pairs, got {sum(sec)}"
@@ -349,6 +352,19 @@ def mrope_cos_sin(
     pos = ids[axis, :].T  # (seq, d/2): position seen by each pair
     ang = pos * f[None, :]  # [eq:mrope-angle]
     return np.cos(ang) * scale, np.sin(ang) * scale
+
+
+def _exact_ids(ids: np.ndarray, name: str) -> np.ndarray:
+    """Position ids as float64, exact: integers of any dtype or finite reals, within
+    +-2**53 (``_checks.EXACT_INTEGER``), where float64 still holds every integer."""
+    if ids.dtype.kind in "iu":
+        return as_exact_integers(ids, name).astype(np.float64)
+    out = ids.astype(np.float64)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{name} must be finite (found NaN or inf)")
+    if out.size:
+        check_exact_range(float(out.min()), float(out.max()), name)
+    return out
 
 
 class MRopePositions(NamedTuple):
@@ -434,11 +450,20 @@ def mrope_vision_position_ids(
         )
     if t % tm:
         raise ValueError(f"grid_thw T must be divisible by temporal_merge_size {tm}, got {t}")
+    check_table_size(3, (t // tm) * (h // m) * (w // m), "the block's position ids (3, tokens)")
     a = np.arange(t // tm)
-    if time_precision == "float32":
-        frames = (a.astype(np.float32) * np.float32(tau)).astype(np.int64)
-    else:
-        frames = np.floor(a * tau).astype(np.int64)  # [eq:mrope-grid]
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        if time_precision == "float32":
+            scaled = a.astype(np.float32) * np.float32(tau)
+        else:
+            scaled = np.floor(a * tau)  # [eq:mrope-grid]
+    last = float(scaled[-1])  # the largest temporal offset (a and tau are non-negative)
+    if not np.isfinite(last) or s + int(last) > EXACT_INTEGER:
+        raise ValueError(
+            f"time_interval {tau!r} puts frame {a[-1]} at temporal position {s} + {last:g}; "
+            "positions must stay within 2**53 (exact integers)"
+        )
+    frames = scaled.astype(np.int64)
     tt, hh, ww = np.meshgrid(frames, np.arange(h // m), np.arange(w // m), indexing="ij")
     return np.stack([tt, hh, ww]).reshape(3, -1).astype(np.int64) + s
 
@@ -495,10 +520,13 @@ def mrope_position_ids(
     m = check_positive_int(spatial_merge_size, "spatial_merge_size")
     if isinstance(segments, (str, bytes)) or not hasattr(segments, "__iter__"):
         raise TypeError(f"segments must be a sequence of segments, got {segments!r}")
-    pos, blocks = 0, []
+    pos, blocks, total = 0, [], 0
     for index, item in enumerate(segments):
         kind, size, interval = _segment(item, index)
         if kind == "text":
+            total += size
+            check_table_size(3, total, "segments' position ids (3, tokens)")
+            check_exact_range(pos, pos + size, f"segments[{index}]'s text positions")
             blocks.append(np.tile(np.arange(size, dtype=np.int64) + pos, (3, 1)))
             pos += size  # [eq:mrope-text-ids]
             continue
@@ -511,6 +539,8 @@ def mrope_position_ids(
             time_precision=time_precision,
         )
         blocks.append(block)
+        total += block.shape[1]
+        check_table_size(3, total, "segments' position ids (3, tokens)")
         pos = int(block.max()) + 1 if resume == "max" else pos + max(size[1], size[2]) // m
     ids = np.concatenate(blocks, axis=1) if blocks else np.zeros((3, 0), dtype=np.int64)
     if ids.shape[1] == 0:
@@ -569,6 +599,8 @@ def _int_matrix(x, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be an integer array of shape (B, S), got dtype {a.dtype}")
     if a.ndim != 2 or a.shape[1] == 0:
         raise ValueError(f"{name} must have shape (B, S) with S >= 1, got {a.shape}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} must fit in int64, got {int(a.max())}")
     return a.astype(np.int64)
 
 
@@ -757,9 +789,7 @@ def mrope_batch_decode_position_ids(
     array([[-2, -2, -1],
            [ 1,  2,  3]])
     """
-    d = np.asarray(rope_deltas)
-    if d.dtype == object or d.dtype.kind not in "iu" or d.ndim != 1:
-        raise TypeError(f"rope_deltas must be a 1-D integer array, got {rope_deltas!r}")
+    d = as_exact_integers(rope_deltas, "rope_deltas", ndim=(1,))
     if (attention_mask is None) == (cache_position is None):
         raise ValueError("give exactly one of attention_mask and cache_position")
     if attention_mask is not None:
@@ -769,7 +799,10 @@ def mrope_batch_decode_position_ids(
         pos = np.where(mask, np.cumsum(mask, axis=1) - 1, 0)  # [eq:mrope-decode]
     else:
         pos = np.tile(mrope_decode_position_ids(0, cache_position, n_axes=1), (d.size, 1))
-    return np.tile(pos + d[:, None].astype(np.int64), (3, 1, 1))
+    if d.size and pos.size:  # exact extremes first: int64 sums would wrap silently
+        low, high = int(pos.min()) + int(d.min()), int(pos.max()) + int(d.max())
+        check_exact_range(low, high, "rope_deltas plus cache positions")
+    return np.tile(pos + d[:, None], (3, 1, 1))
 
 
 def hunyuanvl_position_ids(
@@ -838,14 +871,14 @@ def hunyuanvl_position_ids(
             if not queue:
                 raise ValueError(f"row {b}: more image runs than image_grid_thw rows")
             _, h, w = queue.pop(0)
-            hh, ww = np.meshgrid(np.arange(h // m), np.arange(w // m + 1), indexing="ij")
-            n = hh.size
+            n = (h // m) * (w // m + 1)  # checked against the run before anything is built
             if hi - lo not in (n, n + 2):
                 raise ValueError(
                     f"row {b}: the image run at unpadded index {lo} has {hi - lo} slots; its grid "
                     f"{(h, w)} gives {n} tokens (or {n + 2} with start and end tokens)"
                 )
             g = lo + (hi - lo - n) // 2
+            hh, ww = np.meshgrid(np.arange(h // m), np.arange(w // m + 1), indexing="ij")
             row[a - 3 :, g : g + n] = np.stack([ww.ravel(), hh.ravel(), np.full(n, image)])
             image += 1  # [eq:xdrope-ids]
         if row_types.size == 0:
@@ -920,6 +953,7 @@ def videorope_position_ids(
     ids = np.concatenate(blocks, axis=1) if blocks else np.zeros((3, 0))
     if ids.shape[1] == 0:
         raise ValueError("segments must contain at least one token")
+    _exact_ids(ids, "VideoRoPE position ids (temporal_spacing times the frames)")
     return MRopePositions(ids, float(ids[0].max()) + 1 - ids.shape[1])
 
 
@@ -944,14 +978,18 @@ def mrope_decode_position_ids(rope_delta: int, cache_position, *, n_axes: int = 
     >>> mrope_decode_position_ids(-1, [8, 9]).tolist()
     [[7, 8], [7, 8], [7, 8]]
     """
-    delta = check_int(rope_delta, "rope_delta")
+    delta = check_int(rope_delta, "rope_delta", minimum=-EXACT_INTEGER, maximum=EXACT_INTEGER)
     a = check_positive_int(n_axes, "n_axes")
     c = np.atleast_1d(np.asarray(cache_position))
-    if c.ndim != 1 or c.dtype.kind not in "iu":
+    if c.ndim != 1 or c.dtype == object or c.dtype.kind not in "iu":
         raise TypeError(f"cache_position must be an integer or a 1-D integer array, got {c!r}")
+    c = as_exact_integers(c, "cache_position")
     if c.size and c.min() < 0:
         raise ValueError(f"cache_position must be non-negative, got {c.min()}")
-    return np.tile(c.astype(np.int64) + delta, (a, 1))  # [eq:mrope-decode]
+    if c.size:
+        check_exact_range(int(c.min()) + delta, int(c.max()) + delta, "cache_position + rope_delta")
+    check_table_size(a, c.size, "position ids (n_axes, n)")
+    return np.tile(c + delta, (a, 1))  # [eq:mrope-decode]
 
 
 def timestamped_video_segments(grid_thw, text_before, *, text_after: int = 1) -> list:
@@ -1074,7 +1112,9 @@ def pixtral_flat_ids(rows, cols, max_width: int) -> np.ndarray:
         raise TypeError("rows and cols must be integer arrays of the same shape")
     if (c < 0).any() or (c >= mw).any() or (r < 0).any():
         raise ValueError(f"cols must lie in [0, max_width = {mw}) and rows be non-negative")
-    return r.astype(np.int64) * mw + c  # [eq:pixtral-angles]
+    if r.size:
+        check_exact_range(0, int(r.max()) * mw + mw - 1, "rows * max_width + cols")
+    return r.astype(np.int64) * mw + c.astype(np.int64)  # [eq:pixtral-angles]
 
 
 # Llama 4's vision tower marks its class token with the id -2; its rotation angle is 0.
@@ -1485,7 +1525,14 @@ def _omni_grid(start, grid, interval, m: int, qwen3: bool) -> np.ndarray:
     t, h, w = grid
     if h % m or w % m:
         raise ValueError(f"grid H and W must be divisible by spatial_merge_size {m}, got {grid}")
-    a = np.arange(t, dtype=np.float32) * np.float32(interval[0]) * np.float32(interval[1])
+    check_table_size(3, t * (h // m) * (w // m), "a grid's position ids (3, tokens)")
+    with np.errstate(over="ignore"):
+        a = np.arange(t, dtype=np.float32) * np.float32(interval[0]) * np.float32(interval[1])
+    if not np.isfinite(a[-1]) or float(a[-1]) + float(start) > EXACT_INTEGER:
+        raise ValueError(
+            f"second_per_grid * position_id_per_seconds puts frame {t - 1} at {float(a[-1]):g} "
+            "after its start; positions must stay within 2**53 (exact integers)"
+        )
     frames = a if qwen3 else a.astype(np.int64).astype(np.float32)
     tt, hh, ww = np.meshgrid(frames, np.arange(h // m), np.arange(w // m), indexing="ij")
     ids = np.stack([tt, hh, ww]).reshape(3, -1).astype(np.float32) + np.float32(start)
@@ -1570,13 +1617,21 @@ def omni_position_ids(
     qwen3 = check_choice(model, "model", OMNI_MODELS) == "qwen3-omni"
     m = check_positive_int(spatial_merge_size, "spatial_merge_size")
     pps = check_positive(position_id_per_seconds, "position_id_per_seconds")
-    chunk = int(pps * check_positive(seconds_per_chunk, "seconds_per_chunk"))
+    chunk = pps * check_positive(seconds_per_chunk, "seconds_per_chunk")
+    if chunk > EXACT_INTEGER:
+        raise ValueError(
+            f"position_id_per_seconds * seconds_per_chunk must be at most 2**53, got {chunk:g}"
+        )
+    chunk = int(chunk)
     if isinstance(segments, (str, bytes)) or not hasattr(segments, "__iter__"):
         raise TypeError(f"segments must be a sequence of segments, got {segments!r}")
     parts: list = []
+    count = [0]  # tokens so far, bounded before each block is built
     real = np.float32 if qwen3 else np.float64  # Qwen3-Omni's ids are float32 tensors
 
     def line(n, at=None):  # n 1-D ids from one past the last part's largest id
+        count[0] += n
+        check_table_size(3, count[0], "segments' position ids (3, tokens)")
         s = (parts[-1].max() + real(1) if parts else real(0)) if at is None else at
         parts.append(np.tile(np.arange(n, dtype=real) + s, (3, 1)))
 
@@ -1598,6 +1653,8 @@ def omni_position_ids(
         else:
             interval = (1.0, pps) if kind == "image" else (second, pps)
             grid = _omni_grid(start, size, interval, m, qwen3)  # [eq:omni-interleave]
+            count[0] += grid.shape[1] + n_audio
+            check_table_size(3, count[0], "segments' position ids (3, tokens)")
             if pair:
                 audio = np.tile(np.arange(n_audio, dtype=real) + start, (3, 1))
                 parts += _omni_interleave(grid, audio, start, qwen3, chunk)
@@ -1611,9 +1668,12 @@ def omni_position_ids(
     ids = np.concatenate(parts, axis=1).astype(np.float64) if parts else np.zeros((3, 0))
     if ids.shape[1] == 0:
         raise ValueError("segments must contain at least one token")
+    _exact_ids(ids, "Omni position ids (position_id_per_seconds times the frame times)")
     return MRopePositions(ids, float(real(ids.max()) + real(1) - real(ids.shape[1])))
 
 
+# The keywords omni_batch_position_ids passes on to omni_position_ids.
+_OMNI_KEYWORDS = ("spatial_merge_size", "position_id_per_seconds", "seconds_per_chunk")
 # Value transformers leaves in an Omni batch's padding slots (torch.ones vs torch.zeros).
 _OMNI_PAD = {"qwen2.5-omni": 1.0, "qwen3-omni": 0.0}
 
@@ -1645,6 +1705,11 @@ def omni_batch_position_ids(rows, attention_mask, *, model: str = "qwen2.5-omni"
     ([[1.0, 0.0, 1.0], [0.0, 1.0, 2.0]], [0.0, 0.0])
     """
     check_choice(model, "model", OMNI_MODELS)
+    check_keywords(
+        "omni_batch_position_ids",
+        kwargs,
+        ["rows", "attention_mask", "model", *_OMNI_KEYWORDS],
+    )
     mask = _mask(attention_mask)
     if isinstance(rows, (str, bytes)) or len(rows) != mask.shape[0]:
         raise ValueError(f"rows must hold one segment list per mask row ({mask.shape[0]})")
@@ -1660,3 +1725,11 @@ def omni_batch_position_ids(rows, attention_mask, *, model: str = "qwen2.5-omni"
         ids[:, b, mask[b]] = one.position_ids
         deltas[b] = one.rope_delta
     return MRopeBatchPositions(ids, deltas)
+
+
+def __getattr__(name):
+    """``apply_cos_sin`` (removed: use :func:`refimpl.rotary.apply_rope_tables`) with a
+    DeprecationWarning; any other missing name is an AttributeError."""
+    from ._deprecated import deprecated_attribute
+
+    return deprecated_attribute(__name__, name)

@@ -21,9 +21,19 @@ Position ids of any integer dtype are accepted and are exact up to :math:`2^{53}
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._checks import EXACT_INTEGER, as_positions, check_count, check_positive_int
+from ._checks import (
+    EXACT_INTEGER,
+    MAX_POSITION,
+    as_exact_integers,
+    as_positions,
+    check_count,
+    check_exact_range,
+    check_positive_int,
+)
 
 __all__ = ["context_parallel_indices", "varlen_positions"]
 
@@ -37,15 +47,7 @@ def _array(a, name: str) -> np.ndarray:
 
 def _integers(a, name: str, *, ndim: tuple[int, ...]) -> np.ndarray:
     """``a`` as an int64 array of the given dimensionalities, exact (|a| <= 2**53)."""
-    arr = _array(a, name)
-    if arr.dtype == object or arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be integers (any integer dtype), got dtype {arr.dtype}")
-    if arr.ndim not in ndim:
-        dims = " or ".join(map(str, ndim))
-        raise ValueError(f"{name} must have {dims} dimension(s), got shape {arr.shape}")
-    if arr.size and (int(arr.min()) < -EXACT_INTEGER or int(arr.max()) > EXACT_INTEGER):
-        raise ValueError(f"{name} must lie within +-2**53 (exact in float64)")
-    return arr.astype(np.int64)
+    return as_exact_integers(a, name, ndim=ndim)
 
 
 def as_position_ids(positions, name: str = "positions") -> np.ndarray:
@@ -103,7 +105,7 @@ def context_parallel_indices(seq_len: int, cp_rank: int, cp_size: int) -> np.nda
     array([2, 3, 4, 5])
     """
     rank, size = _check_cp(cp_rank, cp_size)
-    n = check_count(seq_len, "seq_len")
+    n = check_count(seq_len, "seq_len", maximum=MAX_POSITION)
     if n % (2 * size):
         raise ValueError(f"seq_len must be a multiple of 2 * cp_size = {2 * size}, got {n}")
     c = n // (2 * size)
@@ -120,6 +122,11 @@ def _check_cu_seqlens(cu_seqlens, total):
         raise ValueError("cu_seqlens must be non-decreasing (document lengths are >= 0)")
     if total is not None and cu[-1] != total:
         raise ValueError(f"cu_seqlens must end at the number of tokens T = {total}, got {cu[-1]}")
+    if cu[-1] > MAX_POSITION:
+        raise ValueError(
+            f"cu_seqlens must end at most at MAX_POSITION = {MAX_POSITION} tokens (the package's "
+            f"limit on a packed batch), got {cu[-1]}"
+        )
     return cu
 
 
@@ -185,6 +192,15 @@ def varlen_positions(cu_seqlens, offsets=None, *, cp_rank=None, cp_size=None) ->
     return res
 
 
+def _check_sum_exact(p: np.ndarray, off: np.ndarray) -> None:
+    """Refuse positions plus offsets that could leave +-2**53, where float64 sums of integers
+    stop being exact (the bound is taken on the extremes before anything is added)."""
+    if p.size and off.size:
+        low = math.floor(p.min()) + int(off.min())  # Python integers: exact
+        high = math.ceil(p.max()) + int(off.max())
+        check_exact_range(low, high, "offsets: positions (position + offset)")
+
+
 def plan(xa, out, positions, *, offsets, cu_seqlens, cp_rank, cp_size, rows_by_default):
     """Split a call into jobs ``(x_view, out_view, positions (S,) float64 or None)``, each a
     ``(..., S, D)`` view with one position per row of its second-last axis.
@@ -227,11 +243,10 @@ def plan(xa, out, positions, *, offsets, cu_seqlens, cp_rank, cp_size, rows_by_d
             )
         batch = p.shape[0] if p.ndim == 2 else (xa.shape[0] if off.ndim == 1 else 1)
         off = _check_offsets(offsets, batch)
+        _check_sum_exact(p, off)
         p = (p if p.ndim == 2 else p[None]) + off[:, None].astype(np.float64)
         if p.shape[0] == 1 and np.asarray(offsets).ndim == 0:
             p = p[0]
-        if np.any(np.abs(p) > EXACT_INTEGER):
-            raise ValueError("offsets: positions (position + offset) must lie within +-2**53")
     if cp is not None:
         p = p[..., context_parallel_indices(seq, *cp)]
     if p.ndim == 1:

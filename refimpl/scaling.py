@@ -50,6 +50,7 @@ from ._checks import (
     check_base,
     check_choice,
     check_dim,
+    check_keywords,
     check_positive,
     check_positive_int,
     check_real,
@@ -1532,15 +1533,11 @@ class ScalingMethod:
         return tuple(inspect.signature(self.frequencies).parameters)
 
     def __call__(self, **params) -> ScaledFrequencies:
+        self._check_names(params)
         return self.frequencies(**params)
 
     def _check_names(self, params: Mapping) -> None:
-        unknown = sorted(set(params) - set(self.parameters))
-        if unknown:
-            raise TypeError(
-                f"{self.name} got unexpected keyword argument(s) {unknown}; it takes "
-                f"{list(self.parameters)}"
-            )
+        check_keywords(f"ROPE_SCALINGS[{self.name!r}]", params, self.parameters)
 
     def float32(self, *, dim: int, base: float = 10000.0, seq_len=None, **params) -> np.ndarray:
         """transformers 5.24's float32 ``inv_freq`` for these parameters, shape (dim // 2,).
@@ -1770,7 +1767,9 @@ def scale_frequencies(rope_type: str, /, **params) -> ScaledFrequencies:
     ...     print(err)  # doctest: +ELLIPSIS
     unknown rope type 'rope'; known rope types: default, dynamic, freq_factors, linear, ...
     """
-    return _method(rope_type)(**params)
+    method = _method(rope_type)
+    check_keywords(f"scale_frequencies({rope_type!r}, ...)", params, method.parameters)
+    return method(**params)
 
 
 def _method(rope_type) -> ScalingMethod:

@@ -344,3 +344,176 @@ def test_grade_value_and_function_and_expression():
     assert not g and g.hint == "sign"
     g = grade_expression("cos(a)", sp.cos(a))
     assert not g and "SymPy expression" in g.hint
+
+
+# --- the sandbox: every failure of an answer is a failing grade, never an escape ------------
+
+X8 = [(np.linspace(-1.0, 1.0, 16).reshape(2, 8), np.arange(2))]
+
+
+def _reference(x, p):
+    return refimpl.apply_rope(x, p)  # looked up at call time, as check cells write it
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda x, p: x * np.nan, "NaN or inf"),
+        (lambda x, p: None, "returned None, not an array of real numbers"),
+        (lambda x, p: [[1.0], [1.0, 2.0]], "returned a ragged or mixed list"),
+        (lambda x, p: "rotated", "dtype <U7"),
+        (lambda x, p: x[:, :2], "it must have x's shape"),
+        (lambda x, p: {"x": x}, "returned dict"),
+    ],
+    ids=["nan", "none", "ragged", "str", "shape", "dict"],
+)
+def test_bad_results_are_failing_grades(answer, hint):
+    g = grade_apply_rope(answer, dim=8)
+    assert not g and hint in g.hint, g.hint
+    if "must have x's shape" not in hint:
+        g = grade_function(answer, _reference, X8, what="f")
+        assert not g and ("f returned" in g.hint or "NaN" in g.hint), g.hint
+
+
+def _exits(x, p):
+    import sys
+
+    sys.exit(3)
+
+
+def _ends_process(x, p):
+    import os
+
+    os._exit(0)
+
+
+def _sleeps(x, p):
+    import time
+
+    time.sleep(60)  # bounded: a broken sandbox fails this test after a minute, never hangs
+    return x
+
+
+def _interrupts(x, p):
+    raise KeyboardInterrupt
+
+
+def _spins(x, p):
+    while True:  # CPU-bound: stopped once it has used the time limit in CPU seconds
+        pass
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (_exits, "called sys.exit(3)"),
+        (_ends_process, "ended its process with exit status 0"),
+        (_sleeps, "did not finish within 0.75 s"),
+        (_spins, "did not finish within 0.75 s"),
+        (_interrupts, "was interrupted"),
+    ],
+    ids=["sys.exit", "os._exit", "sleep", "spin", "KeyboardInterrupt"],
+)
+def test_exits_hangs_and_interrupts_are_failing_grades(answer, hint):
+    from refimpl.exercises import ANSWER_TIME_LIMIT
+
+    assert ANSWER_TIME_LIMIT < 1.0  # a check stays under one second (on an idle machine)
+    graders = [lambda: grade_function(answer, _reference, X8)]
+    if answer is not _spins:  # one spin is enough: it costs the limit in CPU seconds
+        graders.append(lambda: grade_apply_rope(answer, dim=8))
+    for grade in graders:
+        g = grade()
+        assert not g and hint in g.hint, g.hint
+
+
+def test_an_answer_that_patches_refimpl_when_called_does_not_pass():
+    """The answer runs in a forked child: its patch of refimpl.apply_rope dies with it, and the
+    reference, computed in the grader's process, is the real one."""
+
+    def cheat(x, p):
+        refimpl.apply_rope = lambda *a, **k: np.zeros_like(a[0])
+        refimpl.rotary.apply_rope = refimpl.apply_rope
+        return np.zeros_like(x)
+
+    before = refimpl.apply_rope
+    g = grade_function(cheat, _reference, X8, what="cheat")
+    assert not g and "hidden input #0" in g.hint, g.hint
+    assert not grade_apply_rope(cheat, dim=8)
+    assert refimpl.apply_rope is before  # the grader's process was never touched
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        ("refimpl", "apply_rope"),
+        ("refimpl.rotary", "apply_rope"),
+        ("refimpl.rotary", "inv_freq"),
+        ("numpy", "cos"),
+    ],
+    ids=lambda t: ".".join(t),
+)
+def test_a_function_replaced_before_grading_fails_every_grader_by_name(monkeypatch, target):
+    import importlib
+
+    module = importlib.import_module(target[0])
+    monkeypatch.setattr(module, target[1], lambda *a, **k: np.zeros(1))
+    name = ".".join(target)
+    for g in (
+        grade_function(lambda x, p: x, _reference, X8),
+        grade_apply_rope(lambda x, p: x, dim=8),
+        grade_inv_freq(np.zeros(4), dim=8),
+        grade_value(1.0, 1.0),
+    ):
+        assert not g and f"{name} is not the function that was loaded" in g.hint, g.hint
+    monkeypatch.undo()
+    assert grade_inv_freq(refimpl.inv_freq(8), dim=8)
+
+
+def test_answer_values_built_from_the_readers_classes_are_converted_in_the_sandbox():
+    class Slow:
+        def __array__(self, dtype=None, copy=None):
+            import time
+
+            time.sleep(60)
+
+    class Broken:
+        def __array__(self, dtype=None, copy=None):
+            raise RuntimeError("no array here")
+
+    class Fine:
+        def __array__(self, dtype=None, copy=None):
+            return refimpl.inv_freq(8)
+
+    g = grade_inv_freq(Slow(), dim=8)
+    assert not g and "converting answer to an array did not finish" in g.hint, g.hint
+    g = grade_inv_freq(Broken(), dim=8)
+    assert not g and "RuntimeError: no array here" in g.hint, g.hint
+    assert grade_inv_freq(Fine(), dim=8)
+    assert grade_inv_freq([1.0, 0.1, 0.01, 0.001], dim=8)  # plain data: no child needed
+
+
+def test_the_answer_runs_under_an_address_space_limit_and_its_prints_come_back(capsys):
+    """Inside the answer, RLIMIT_AS is set: the address space it may still add is about
+    ANSWER_MEMORY_LIMIT (2 GiB)."""
+    resource = pytest.importorskip("resource")
+    import os
+
+    if not os.path.exists("/proc/self/statm"):
+        pytest.skip("the address-space limit is set from /proc (Linux)")
+
+    def room(v):
+        print("inside the answer")
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        with open("/proc/self/statm") as fh:
+            used = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        return np.array([float(soft != resource.RLIM_INFINITY), (soft - used) / 2**30])
+
+    g = grade_function(room, lambda v: np.array([1.0, 2.0]), [(0,)], atol=0.25, what="room")
+    assert g, g.hint
+    assert "inside the answer" in capsys.readouterr().out
+
+
+def test_unknown_keywords_name_the_public_grader():
+    kw = dict(rope_type="linear", dim=8, factor=2.0)
+    with pytest.raises(TypeError, match=r"grade_scaled_inv_freq.* 'runtime'.*it takes .*factor"):
+        grade_scaled_inv_freq(np.ones(4), runtime=True, **kw)

@@ -113,7 +113,6 @@ def test_llama3_scaling_is_a_rope_freqs_tensor():
     [
         ({"tensors": {}}, "rope_freqs"),
         ({"replace": {"llama.rope.freq_base": 10000.0}}, "freq_base"),
-        ({"drop": ("rope.dimension_count",)}, "dimension_count"),
         (
             {"replace": {"llama.rope.scaling.type": "linear", "llama.rope.scaling.factor": 32.0}},
             "scaling",

@@ -487,7 +487,11 @@ ONE = np.array([[0, 1, 1, 0]])
             "differ",
         ),
         (lambda: mrope_batch_decode_position_ids([1]), ValueError, "exactly one"),
-        (lambda: mrope_batch_decode_position_ids([1.5], cache_position=[0]), TypeError, "1-D"),
+        (
+            lambda: mrope_batch_decode_position_ids([1.5], cache_position=[0]),
+            TypeError,
+            "rope_deltas must be integers",
+        ),
         (
             lambda: mrope_batch_decode_position_ids([1, 2], attention_mask=[[1, 1]]),
             ValueError,
