@@ -34,6 +34,10 @@ FORWARDERS = {
         lambda: refimpl.ROPE_SCALINGS["linear"].float32(dim=8, factor=2.0, bogus=1),
         "ROPE_SCALINGS['linear']",
     ),
+    "ScalingMethod.exact_frequencies": (
+        lambda: refimpl.ROPE_SCALINGS["linear"].exact_frequencies(dim=8, factor=2.0, bogus=1),
+        "ROPE_SCALINGS['linear']",
+    ),
     "ScalingMethod.attention_factor": (
         lambda: refimpl.ROPE_SCALINGS["yarn"].attention_factor(factor=2.0, bogus=1),
         "ROPE_SCALINGS['yarn']",
