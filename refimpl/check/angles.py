@@ -17,6 +17,13 @@ from ._base import (
     _error,
 )
 
+# Angles at position 0 that an offset leaves unexplained beyond this (rad) are a constant phase
+# per pair: float32 tables leave 1e-7, bfloat16 tables 4e-3, a fixed extra rotation O(1).
+_PHASE_TOL = 5e-2
+# Turns of the slowest pair tried when reading a position from its angles (positions up to
+# 2**31 with the slowest frequency of base 1e7 need a handful; the cap bounds the work).
+_MAX_TURNS = 64
+
 # --------------------------------------------------------------------------------------------
 # stage 4: angles, magnitudes, direction, frequencies, offset
 
@@ -34,6 +41,8 @@ class _Angles:
     theta: np.ndarray  # (h,) frequencies (rad/token), 0 for pass-through pairs
     delta: float  # position offset
     struct_err: float
+    effective: np.ndarray | None = None  # (P,) position each probe is rotated as (minus delta)
+    phase: np.ndarray | None = None  # (h,) angle at position 0 that no offset explains
 
 
 def _wrap(phi):
@@ -118,10 +127,60 @@ def _read_angles(pos, R, frame, passthrough):
         trend = full
         mag = mag / np.exp(np.outer(pos - pos[k0], trend))
         scale = float(np.median(mag[:, rotating]))
-    delta = _position_offset(theta, phi[k0])
-    if abs(delta - round(delta)) < _OFFSET_SNAP:
-        delta = float(round(delta))
-    return _Angles(blocks, phi, mag, trend, scale, direction, theta, delta, struct_err), [], None
+    delta, phase = _offset_and_phase(theta, phi[k0])
+    effective = _position_map(pos, _wrap(phi - phi[k0]), theta)
+    ang = _Angles(blocks, phi, mag, trend, scale, direction, theta, delta, struct_err)
+    ang.effective, ang.phase = effective, phase
+    return ang, [], None
+
+
+def _offset_and_phase(theta, phi0):
+    """``(delta, phase)``: the position offset read from the angles at position 0, and the
+    per-pair angle at 0 that it leaves unexplained (None when an offset explains them all: a
+    RoPE at ``m + delta`` has ``phi_i(0) = delta theta_i`` exactly)."""
+    delta, resid = _best_position(theta, phi0)
+    if resid <= _PHASE_TOL:
+        if abs(delta - round(delta)) < _OFFSET_SNAP:
+            delta = float(round(delta))
+        return delta, None
+    return 0.0, _wrap(phi0)
+
+
+def _best_position(theta, psi, near: float = 0.0, span: float = 0.0):
+    """``(m, residual)``: the position whose angles ``m theta_i`` best explain ``psi``
+    (modulo 2 pi), searched from every turn of the slowest pair within ``near +- span``
+    (and within its half wavelength when ``span`` is 0), each start refined through faster
+    pairs; ``residual`` is the largest wrapped angle left. Of several explanations (commensurate
+    frequencies alias) the one nearest ``near`` is taken."""
+    live = theta > 0
+    if not np.any(live):
+        return 0.0, 0.0
+    order = np.argsort(theta[live])
+    th, ph = theta[live][order], np.asarray(psi)[live][order]
+    turns = np.arange(
+        math.floor((near - span) * th[0] / _TWO_PI) - 1,
+        math.ceil((near + span) * th[0] / _TWO_PI) + 2,
+    )
+    cands = []
+    for k in turns[:_MAX_TURNS]:
+        m = _position_offset(th, ph + _TWO_PI * k)
+        cands.append((m, float(np.max(np.abs(_wrap(ph - m * th))))))
+    fits = [c for c in cands if c[1] <= _PHASE_TOL]
+    if fits:  # commensurate frequencies alias: the explanation nearest the given position
+        return min(fits, key=lambda c: abs(c[0] - near))
+    return min(cands, key=lambda c: c[1])
+
+
+def _position_map(pos, dphi, theta) -> np.ndarray:
+    """Per probed position, the position (relative to 0) its angles ``dphi`` are a rotation
+    by (``m`` itself for a RoPE; ``nan`` where no single position explains them to
+    :data:`_PHASE_TOL`, as with rounded angles)."""
+    out = np.full(len(pos), np.nan)
+    for k, m in enumerate(pos):
+        est, resid = _best_position(theta, dphi[k], near=float(m), span=abs(float(m)) + 1.0)
+        if resid <= _PHASE_TOL:
+            out[k] = est
+    return out
 
 
 def _position_offset(theta, phi0) -> float:
@@ -146,7 +205,9 @@ def _unwrap_frequencies(positions, dphi):
 
     ``dphi[k, i]`` is the measured angle at ``positions[k]`` minus the one at 0 (wrapped). The
     estimate starts from position 1 (frequencies below pi rad/token are unambiguous there) and
-    is refined at each larger power of two whose angle agrees with the prediction to pi/4.
+    is refined at each larger power of two whose angle agrees with the prediction to pi/4, and
+    skipped at a power of two whose angles are those of another position (a clamped or
+    remapped position must not pull the frequencies).
     """
     order = np.argsort(positions)
     pos, dphi = positions[order], dphi[order]
@@ -157,6 +218,8 @@ def _unwrap_frequencies(positions, dphi):
         m = pos[k]
         if m <= 1.0 or not _is_power_of_two(m):
             continue  # powers of two are exact in every format, so rounded positions cannot bias
+        if _moved(theta, dphi[k], m):
+            continue
         pred = m * theta
         miss = np.abs(_wrap(dphi[k] - pred))
         alive &= miss < np.pi / 4
@@ -164,6 +227,12 @@ def _unwrap_frequencies(positions, dphi):
         cand = (dphi[k] + _TWO_PI * turns) / m  # [eq:check-unwrap]
         theta = np.where(alive, cand, theta)
     return theta
+
+
+def _moved(theta, dphi_m, m: float) -> bool:
+    """True when the angles at probed position ``m`` are exactly those of another position."""
+    est, resid = _best_position(np.where(theta > 0, theta, 0.0), dphi_m, near=m, span=m)
+    return resid <= _PHASE_TOL and abs(est - m) > 0.5
 
 
 def _is_power_of_two(m: float) -> bool:

@@ -109,7 +109,7 @@ def _analyse(pos, R, exp: _Expected, d: int, tol: float, floor: float, findings:
     for f in _judge_structure(rd, exp, note) + freq + att:
         (errors if f.severity == ERROR else notes).append(f)
     verdict_theta = ref if (ref is not None and len(ref) == len(ang.theta)) else None
-    precision, max_error, devs, prec = _judge_precision(
+    precision, stages, max_error, devs, prec = _judge_precision(
         rd, verdict_theta, ref_scale, tol, bool(errors)
     )
     errors += prec
@@ -130,7 +130,7 @@ def _analyse(pos, R, exp: _Expected, d: int, tol: float, floor: float, findings:
     return _report(
         rd, tol, ok=ok, findings=errors + notes, base=base, scaling=scaling,
         scaling_params=params, index_origin=origin, attention_scaling_applied=applied,
-        precision=precision, max_error=max_error, deviations=devs,
+        precision=precision, max_error=max_error, deviations=devs, precision_stages=stages,
     )  # fmt: skip
 
 

@@ -6,7 +6,14 @@ import dataclasses
 
 import numpy as np
 
-from .._checks import check_base, check_dim, check_int, check_pairing, check_positive
+from .._checks import (
+    check_base,
+    check_dim,
+    check_int,
+    check_pairing,
+    check_positive,
+    check_real,
+)
 from ._base import MAX_PROBE_POSITION
 
 # --------------------------------------------------------------------------------------------
@@ -24,10 +31,47 @@ class _Expected:
     params: dict
     output_order: str | None
     rotary_offset: int = 0
+    offset: float | None = None  # declared position offset: position m is rotated as m + offset
+    spec: object = None  # the expected spec itself (for the variants a composite finding tries)
+
+    @property
+    def blind(self) -> bool:
+        """Nothing expected (a declared rotary width alone keeps the check blind): the report
+        states what was measured, and only what no RoPE does fails."""
+        return (
+            self.inv_freq is None
+            and self.base is None
+            and self.pairing is None
+            and self.attention_scaling is None
+            and self.output_order is None
+            and self.offset is None
+        )
+
+    @property
+    def scale(self) -> float | None:
+        """The factor on the rotated features the verdict requires: the declared one, else 1
+        when anything else is expected (an undeclared factor is a departure), else None."""
+        if self.attention_scaling is not None:
+            return self.attention_scaling
+        return None if self.blind else 1.0
 
 
-def _read_expected(expected, dim, base, pairing, rotary_dim, attention_scaling, seq_len):
-    inv, rtype, params, order, offset = None, None, {}, None, 0
+_OUTPUT_ORDERS = ("same", "half")
+
+
+def _read_expected(
+    expected,
+    dim,
+    base,
+    pairing,
+    rotary_dim,
+    attention_scaling,
+    seq_len,
+    output_order=None,
+    offsets=None,
+):
+    """The declarations of a check as one :class:`_Expected` (arguments validated by name)."""
+    inv, rtype, params, order, offset, spec = None, None, {}, None, 0, None
     is_config = isinstance(expected, (dict, str)) or hasattr(expected, "__fspath__")
     if seq_len is not None:
         seq_len = check_int(seq_len, "seq_len", minimum=1, maximum=MAX_PROBE_POSITION)
@@ -48,6 +92,7 @@ def _read_expected(expected, dim, base, pairing, rotary_dim, attention_scaling, 
                     "expected must be a RopeSpec (from refimpl.rope_from_config), a config dict "
                     f"or a config path; the object given has no attribute {attr!r}"
                 )
+        spec = expected
         inv = np.asarray(expected.inv_freq, dtype=np.float64)
         pairing = pairing if pairing is not None else expected.pairing
         rotary_dim = rotary_dim if rotary_dim is not None else int(expected.rotary_dim)
@@ -76,6 +121,13 @@ def _read_expected(expected, dim, base, pairing, rotary_dim, attention_scaling, 
             raise ValueError(f"rotary_dim={rotary_dim} exceeds dim={dim}")
     if attention_scaling is not None:
         attention_scaling = check_positive(attention_scaling, "attention_scaling")
+    if output_order is not None:
+        if output_order not in _OUTPUT_ORDERS:
+            raise ValueError(f"output_order must be one of {_OUTPUT_ORDERS}, got {output_order!r}")
+        order = output_order
+    if offsets is not None:
+        offsets = check_real(offsets, "offsets")
     return _Expected(
-        inv, base, pairing, rotary_dim, attention_scaling, rtype, params, order, offset
-    )
+        inv, base, pairing, rotary_dim, attention_scaling, rtype, params, order, offset,
+        offsets, spec,
+    )  # fmt: skip

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from . import composite
 from ._base import (
     _COMMON_BASES,
     _FREQ_MISMATCH,
@@ -21,8 +22,14 @@ from ._base import (
 )
 from .angles import _Angles
 from .expected import _Expected
-from .fit import _geometric, _Profile
-from .precision import _deviations, _precision, _precision_fix
+from .fit import _fit_profile, _geometric, _Profile
+from .precision import (
+    _deviations,
+    _precision,
+    _precision_fix,
+    _precision_stages,
+    _round_to,
+)
 from .structure import _Structure
 
 # --------------------------------------------------------------------------------------------
@@ -125,14 +132,35 @@ def _judge_structure(rd: _Reading, exp: _Expected, pairing_note: str) -> list[Fi
                 "(or an expected spec with it)."
             )
         )
-    return out + _judge_output_order(rd, exp) + _judge_positions(rd)
+    return out + _judge_output_order(rd, exp) + _judge_positions(rd, exp)
 
 
-def _judge_positions(rd: _Reading) -> list[Finding]:
-    """Findings on how positions enter: an offset, a magnitude that changes with position."""
+def _judge_positions(rd: _Reading, exp: _Expected) -> list[Finding]:
+    """Findings on how positions enter: an offset (against the declared one), a constant
+    phase per pair, positions not used as given (clamped, remapped), a magnitude that changes
+    with position."""
     out: list[Finding] = []
-    delta = rd.angles.delta
-    if delta != 0.0:
+    delta, declared = rd.angles.delta, exp.offset
+    if rd.angles.phase is not None:
+        ph = rd.angles.phase
+        out.append(
+            _error(
+                "at position 0 the pairs are already rotated, by angles that no position offset "
+                f"explains (a constant phase per pair, from {np.min(ph):.3g} to {np.max(ph):.3g} "
+                "rad): fn composes RoPE with a fixed rotation (a learned phase such as PoPE's "
+                "key bias, or cos/sin tables built from shifted angles). Position 0 must be "
+                "the identity."
+            )
+        )
+    elif declared is not None and delta != declared:
+        out.append(
+            _error(
+                f"position m is rotated as m + {delta:g}, but the declared offset is "
+                f"{declared:g} (offsets=): the cache offset is missing, added twice, or "
+                "added on one path only."
+            )
+        )
+    elif declared is None and delta != 0.0:
         what = (
             "positions are counted from 1"
             if delta == 1.0
@@ -141,9 +169,11 @@ def _judge_positions(rd: _Reading) -> list[Finding]:
         out.append(
             _error(
                 f"position m is rotated as m + {delta:g} ({what}); the token at position 0 must be "
-                "left unrotated. Pass position_ids starting at 0 (arange(seq) + cache offset)."
+                "left unrotated. Pass position_ids starting at 0 (arange(seq) + cache offset), "
+                "or declare the offset with offsets=."
             )
         )
+    out += _judge_position_map(rd)
     if rd.angles.trend is not None:
         t = rd.angles.trend
         out.append(
@@ -155,6 +185,46 @@ def _judge_positions(rd: _Reading) -> list[Finding]:
             )
         )
     return out
+
+
+def _moved_positions(rd: _Reading):
+    """``(positions, effective)`` where the angles are those of another position (more than
+    half a position away), ignoring rounded positions (a precision stage, not a cause)."""
+    eff = rd.angles.effective
+    if eff is None:
+        return np.zeros(0), np.zeros(0)
+    pos = rd.pos - rd.pos[np.argmin(np.abs(rd.pos))]
+    moved = np.isfinite(eff) & (np.abs(eff - pos) > 0.5)
+    for fmt in ("bfloat16", "float16"):
+        rounded = _round_to(pos, fmt)
+        if np.any(moved) and np.all(np.abs(eff[moved] - rounded[moved]) < 0.5):
+            return np.zeros(0), np.zeros(0)
+    return pos[moved], eff[moved]
+
+
+def _judge_position_map(rd: _Reading) -> list[Finding]:
+    """Clamped or remapped positions, read from the position each probe is rotated as."""
+    moved, eff = _moved_positions(rd)
+    if len(moved) == 0:
+        return []
+    c = float(np.median(eff))
+    above = rd.pos[rd.pos > c]
+    if np.all(np.abs(eff - c) < 0.5) and np.array_equal(np.sort(moved), np.sort(above)):
+        return [
+            _error(
+                f"the angles stop growing beyond position {c:g}: every probed position above "
+                f"it is rotated as {c:g} (positions clamped to a table of {c + 1:g} rows, as a "
+                "clamping gather does; or capped at the original context). Size the cos/sin "
+                "table for the whole context, or compute the angles from the positions."
+            )
+        ]
+    shown = ", ".join(f"{m:g} -> {e:g}" for m, e in list(zip(moved, eff, strict=True))[:4])
+    return [
+        _error(
+            f"positions are not used as given: probed positions are rotated as others ({shown}"
+            f"{', ...' if len(moved) > 4 else ''}); check how positions reach the rotation."
+        )
+    ]
 
 
 def _judge_output_order(rd: _Reading, exp: _Expected) -> list[Finding]:
@@ -184,6 +254,8 @@ def _judge_output_order(rd: _Reading, exp: _Expected) -> list[Finding]:
     )
     if exp.output_order == "same":
         return [_error(text + " The expected spec keeps the input order.")]
+    if not exp.blind:
+        return [_error(text + " Declare output_order='half' if this order is intended.")]
     return [_note(text)]
 
 
@@ -326,6 +398,12 @@ def _explain_frequencies(rd: _Reading, exp: _Expected) -> str:
                 "was not applied. Use its frequencies (refimpl.ROPE_SCALINGS or "
                 "refimpl.rope_from_config(config).inv_freq)"
             )
+    ref = _expected_theta(exp, rd)
+    if ref is not None and len(ref) == len(rd.angles.theta):
+        words = composite.constant_ratio(rd.angles.theta, ref, dict(exp.params))
+        words = words or composite.changed_parameter(rd.angles.theta, exp, r, _blind_base(rd))
+        if words:
+            return words
     if prof.geometric and b0 is not None:
         if prof.index_origin == 1 and abs(b_fit / b0 - 1.0) < 2e-3:
             return (
@@ -367,7 +445,17 @@ def _explain_base(b_fit: float, b0: float, r: int, d: int) -> str:
             f"by factor {s:.4g} (base * factor^(r/(r-2))). If NTK scaling is not "
             "intended, check rope_theta / base"
         )
-    return f"the frequencies fit base {b_fit:.6g}, not {b0:g}: check rope_theta / base"
+    return (
+        f"the frequencies fit base {b_fit:.6g}, not {b0:g}: check rope_theta / base (a "
+        "hard-coded default, or another layer's base: a K-shift or a rotary module shared "
+        "between layers with different rope_theta)"
+    )
+
+
+def _blind_base(rd: _Reading) -> float | None:
+    """The base a blind fit reads from the measured profile (for the variants tried)."""
+    prof = _fit_profile(rd.angles.theta, rd.width, None)
+    return prof.base
 
 
 def _attention_applied(scale: float, ref: float) -> str:
@@ -386,22 +474,34 @@ def _attention_applied(scale: float, ref: float) -> str:
 
 
 def _judge_attention(rd: _Reading, exp: _Expected, matched_family: bool):
-    """``(applied, reference scale, findings)``. With an expected factor the verdict is exact;
-    blind, the measured factor is reported with the family parameters consistent with it."""
+    """``(applied, reference scale, findings)``. With a declared factor, or with anything else
+    expected (then the factor must be 1 unless declared), the verdict is exact; blind, the
+    measured factor is reported with the family parameters consistent with it."""
     scale = rd.angles.scale
-    if exp.attention_scaling is not None:
-        ref = exp.attention_scaling
+    ref = exp.scale
+    if ref is not None:
         applied = _attention_applied(scale, ref)
+        if applied in ("once",) or (applied == "none" and ref == 1.0):
+            return applied, ref, []
+        factor = exp.params.get("factor") if exp.rope_type == "yarn" else None
+        if factor is None and rd.profile.scaling == "yarn":
+            factor = rd.profile.params.get("factor")
+        words = composite.attention_composite(scale, ref, factor)
         texts = {
             "none": f"the attention scaling {ref:.6g} is missing (norms are kept): multiply cos "
             "and sin by it (transformers folds YaRN's 0.1 ln(s) + 1 into the tables).",
             "twice": f"the attention scaling is applied twice: norms grow by {scale:.6g} = "
             f"{ref:.6g}^2. Apply it once, on cos/sin (scores then scale by its square), not "
             "also on q/k or on the softmax scale.",
-            "other": f"fn multiplies the rotated features by {scale:.6g}, expected {ref:.6g}.",
+            "other": f"fn multiplies the rotated features by {scale:.6g}, expected {ref:.6g}"
+            + (
+                " (no attention scaling was declared: pass attention_scaling= if it is intended)."
+                if exp.attention_scaling is None
+                else "."
+            ),
         }
-        bad = applied in texts and not (applied == "none" and ref == 1.0)
-        return applied, ref, [_error(texts[applied])] if bad else []
+        text = words + "." if (words and applied != "twice") else texts[applied]
+        return applied, ref, [_error(text)]
     fam = rd.profile.family_scale
     ref = fam if (matched_family and fam is not None) else 1.0
     applied = _attention_applied(scale, ref)
@@ -432,11 +532,28 @@ def _consistent_scaling(prof: _Profile, scale: float, default: float) -> str:
     )
 
 
+def _model_positions(rd: _Reading) -> np.ndarray:
+    """The positions the structural findings say each probe is rotated as (the probed ones
+    where nothing moved them), for judging precision on what the structure leaves."""
+    pos = rd.pos.astype(float).copy()
+    moved, eff = _moved_positions(rd)
+    origin = rd.pos[np.argmin(np.abs(rd.pos))]
+    for m, e in zip(moved, eff, strict=True):
+        pos[np.flatnonzero(rd.pos - origin == m)] = e + origin
+    return pos
+
+
 def _judge_precision(rd, exp_ref_theta, ref_scale, tol, have_errors):
-    """``(precision, max_error, deviations, findings)`` against the verdict's frequencies."""
+    """``(precision, stages, max_error, deviations, findings)``. The verdict's deviations are
+    against the expected frequencies; the precision class and stages against what the
+    structure explains (the identified frequencies, moved positions, a constant phase), so
+    that no precision finding is made for an error a structural finding accounts for."""
     ang = rd.angles
     ident = rd.profile.theta if rd.profile.theta is not None else None
-    precision, detail = _precision(rd.pos, ang, ident if ident is not None else exp_ref_theta)
+    model_theta = ident if ident is not None else exp_ref_theta
+    model_pos, phase = _model_positions(rd), ang.phase
+    precision, detail = _precision(model_pos, ang, model_theta, phase)
+    stages = tuple(_precision_stages(model_pos, ang, model_theta, phase))
     verdict_theta = exp_ref_theta if exp_ref_theta is not None else ident
     if verdict_theta is None or len(verdict_theta) != len(ang.theta):
         verdict_theta = np.maximum(ang.theta, 0.0)
@@ -446,18 +563,50 @@ def _judge_precision(rd, exp_ref_theta, ref_scale, tol, have_errors):
         blocks = tuple(b / damp for b in blocks)
     max_error, worst, devs = _deviations(rd.pos, blocks, verdict_theta, ref_scale, tol)
     out = []
-    if worst > 1.0 and not have_errors:
+    half = [st for st in stages if st.format in ("bfloat16", "float16")]
+    words = "; ".join(
+        f"{st.format} {st.stage} (error up to {st.error:.2g}): {st.fix}" for st in half
+    )
+    if precision == "undetermined" and "not a rotation" in detail:
+        out.append(_not_a_rotation(rd))
+    elif worst > 1.0 and not have_errors:
         out.append(
             _error(
                 f"the outputs deviate from the reference by up to {max_error:.2g} ({detail}); the "
-                f"errors suggest {precision} arithmetic. " + _precision_fix(precision)
+                f"errors suggest {precision} arithmetic"
+                + (f", by stage: {words}" if words else ". " + _precision_fix(precision))
             )
         )
-    elif worst > 1.0 and precision not in ("float64", "float32", "undetermined"):
+    elif worst > 1.0 and half:
         out.append(
             _error(
-                f"precision: the errors suggest {precision} arithmetic ({detail}). "
-                + _precision_fix(precision)
+                f"precision: besides the findings above, the errors suggest {precision} "
+                f"arithmetic ({detail}); by stage: {words}"
             )
         )
-    return precision, max_error, devs, out
+    return precision, stages, max_error, devs, out
+
+
+def _not_a_rotation(rd: _Reading) -> Finding:
+    """A pair map whose magnitude follows the angle: an identity/rotation blend."""
+    ang = rd.angles
+    live = ang.theta > 0
+    c = np.cos(np.multiply.outer(rd.pos + ang.delta, ang.theta))[:, live]
+    m2 = ang.mag[:, live] ** 2
+    # a blend (1 - a) x + a R x has |.|^2 = 1 - 2 a (1 - a) (1 - cos): fit a (1 - a)
+    w = 1.0 - c
+    ab = float(np.sum((1.0 - m2) * w) / max(2.0 * float(np.sum(w * w)), 1e-300))
+    blend = ""
+    if 0.0 < ab <= 0.25:
+        a = (1.0 - np.sqrt(1.0 - 4.0 * ab)) / 2.0
+        fit = 1.0 - 2.0 * ab * w
+        if np.max(np.abs(fit - m2)) < 1e-3:
+            blend = (
+                f"; it is (1 - a) x + a RoPE(x) with a = {a:.4g} or {1 - a:.4g} (an identity and "
+                "a rotation mixed, e.g. a residual or gate around the rotation)"
+            )
+    span = (float(np.min(ang.mag[:, live])), float(np.max(ang.mag[:, live])))
+    return _error(
+        f"fn is not a rotation: the norm of each pair changes with its angle (magnitudes from "
+        f"{span[0]:.4g} to {span[1]:.4g}), not a rounding of the tables{blend}."
+    )

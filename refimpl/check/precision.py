@@ -32,12 +32,24 @@ _ROUNDED_FREQ = 1e-5
 _LARGE_ANGLE = 100.0
 
 
-def _precision(pos, ang: _Angles, ref_theta):
-    """Precision class from the angle and magnitude errors (see the checker page)."""
-    tf = ang.theta
-    if ref_theta is None or np.any(tf < 0):
-        return "undetermined", "frequencies could not be read"
-    exact = np.multiply.outer(pos + ang.delta, ref_theta)  # (P, h) exact angles
+# A magnitude that changes by more than this fraction is no rounding of the tables (bfloat16
+# tables move a pair's magnitude by at most ~2**-8 sqrt 2 ~ 6e-3): the map is not a rotation.
+_NOT_ROTATION_MAG = 2e-2
+# Formats a stage can be rounded to, from the coarsest.
+_HALF_FORMATS = ("bfloat16", "float16")
+# A rounding hypothesis is taken when it leaves at most this fraction of the angle error the
+# exact model leaves (rounded positions or angles leave the rest to the tables' 2**-9).
+_EXPLAINED = 0.5
+
+
+def _exact_angles(pos, ang: _Angles, theta, phase=None):
+    """Model angles ``(pos + delta) theta_i`` (plus a constant phase per pair), (P, h)."""
+    out = np.multiply.outer(np.asarray(pos, float) + ang.delta, theta)
+    return out if phase is None else out + phase
+
+
+def _errors(ang: _Angles, exact):
+    """``(growth per radian, magnitude error, error at small angles, wrapped errors)``."""
     e_ang = np.abs(_wrap(ang.phi - exact))
     e_mag = float(np.max(np.abs(ang.mag - ang.scale))) / max(ang.scale, 1e-300)
     big = np.abs(exact) >= _LARGE_ANGLE
@@ -46,44 +58,149 @@ def _precision(pos, ang: _Angles, ref_theta):
     g = float(np.max(e_ang[big] / np.abs(exact[big]))) if np.any(big) else 0.0
     small = np.abs(exact) < 1.0
     floor = float(np.max(e_ang[small])) if np.any(small) else 0.0
+    return g, e_mag, floor, e_ang
+
+
+def _precision(pos, ang: _Angles, ref_theta, phase=None):
+    """Precision class (the summary of :func:`_precision_stages`) and its evidence."""
+    tf = ang.theta
+    if ref_theta is None or np.any(tf < 0):
+        return "undetermined", "frequencies could not be read"
+    exact = _exact_angles(pos, ang, ref_theta, phase)
+    g, e_mag, floor, _ = _errors(ang, exact)
     detail = (
         f"angle error up to {g:.2g} per radian of angle, magnitude error {e_mag:.2g}, "
         f"angle error at small angles {floor:.2g}"
     )
-    # frequencies rounded to a low-precision format before the product: the measured
-    # frequencies equal the roundings and the angles are exact multiples of them
-    e_tf = np.abs(_wrap(ang.phi - np.multiply.outer(pos + ang.delta, tf)))
+    if e_mag > _NOT_ROTATION_MAG and ang.trend is None:
+        return "undetermined", detail + "; the map is not a rotation"
+    fmt = _rounded_frequencies(pos, ang, ref_theta, exact, phase)
+    if fmt is not None:
+        return f"{fmt} inv_freq", detail + f"; frequencies equal their {fmt} roundings"
+    if g > _BF16_LEVEL:
+        return ("worse than bfloat16" if g > _WORSE_LEVEL else "bfloat16 angles"), detail
+    if e_mag > _BF16_LEVEL:
+        return "bfloat16 tables", detail
+    if g > _FP16_LEVEL:
+        return "float16 angles", detail
+    if e_mag > _FP16_LEVEL:
+        return "float16 tables", detail
+    if g > _FLOAT64_GROWTH or e_mag > _FLOAT64_FLOOR or floor > _FLOAT64_FLOOR:
+        return "float32", detail
+    return "float64", detail
+
+
+def _rounded_frequencies(pos, ang: _Angles, ref_theta, exact, phase=None) -> str | None:
+    """The format the frequencies were rounded to before the product (the measured ones
+    equal the roundings and the angles are exact multiples of them), or None."""
+    tf = ang.theta
+    big = np.abs(exact) >= _LARGE_ANGLE
+    if not np.any(big):
+        big = np.abs(exact) >= 1.0
+    e_tf = np.abs(_wrap(ang.phi - _exact_angles(pos, ang, tf, phase)))
     g_tf = float(np.max(e_tf[big] / np.abs(exact[big]))) if np.any(big) else 0.0
     nz = ref_theta > 0
-    for fmt in ("bfloat16", "float16"):
-        if g_tf > 1e-6 or not np.any(nz):
-            break
+    if g_tf > 1e-6 or not np.any(nz):
+        return None
+    for fmt in _HALF_FORMATS:
         rounded = _round_to(ref_theta[nz], fmt)
         moved = np.abs(rounded / ref_theta[nz] - 1.0) > _ROUNDED_FREQ
         if np.sum(moved) >= max(1, np.sum(nz) // 4):
             hit = np.abs(tf[nz][moved] / rounded[moved] - 1.0) < _ROUNDED_FREQ
             if np.mean(hit) > 0.8:
-                return f"{fmt} inv_freq", detail + f"; frequencies equal their {fmt} roundings"
+                return fmt
+    return None
+
+
+_STAGE_FIXES = {
+    "positions": "Build the positions in float32 or int (arange in the activations' dtype "
+    "rounds them: bfloat16 keeps integers exact only up to 256).",
+    "frequencies": "Keep inv_freq in float32 (build it in float32 and do not cast the module "
+    "to the model dtype before computing it).",
+    "angles": "Form positions * inv_freq in float32, then cos/sin.",
+    "tables": "Keep the cos/sin tables in float32 and cast only the rotated output.",
+}
+
+
+def _precision_stages(pos, ang: _Angles, ref_theta, phase=None) -> list:
+    """Which stages of the pipeline were rounded, and to which format, ordered by their share
+    of the error: ``[PrecisionStage(stage, format, error, fix), ...]`` (empty for float64).
+
+    The stages are separated by what each rounding does to the measured maps: rounded
+    *frequencies* make the measured frequencies equal their roundings; rounded *positions*
+    move every pair of a position by the same position error (the angles are those of
+    ``round(m)``); rounded *angles* move each pair by up to ``u |m theta_i|`` independently;
+    rounded *tables* move each entry by up to ``u`` whatever the angle, and the magnitude too.
+    """
+    from .report import PrecisionStage
+
+    if ref_theta is None or np.any(ang.theta < 0) or not np.any(ref_theta > 0):
+        return []
+    pos = np.asarray(pos, float)
+    exact = _exact_angles(pos, ang, ref_theta, phase)
+    g, e_mag, floor, e0 = _errors(ang, exact)
+    if e_mag > _NOT_ROTATION_MAG and ang.trend is None:
+        return []
+    found = []
+    theta = ref_theta
+    f_fmt = _rounded_frequencies(pos, ang, ref_theta, exact, phase)
+    if f_fmt is not None:
+        theta = _round_to(ref_theta, f_fmt)
+        moved = _exact_angles(pos, ang, theta, phase)
+        found.append(("frequencies", f_fmt, float(np.max(np.abs(moved - exact)))))
+    model_pos = pos
+    for fmt in _HALF_FORMATS:
+        rounded = _round_to(pos, fmt)
+        if np.array_equal(rounded, pos):
+            continue
+        base_err = np.abs(_wrap(ang.phi - _exact_angles(model_pos, ang, theta, phase)))
+        alt = _exact_angles(rounded, ang, theta, phase)
+        alt_err = np.abs(_wrap(ang.phi - alt))
+        changed = rounded != pos
+        if np.max(alt_err[changed]) <= _EXPLAINED * np.max(base_err[changed]):
+            model_pos = rounded
+            shift = np.abs(_wrap(alt - _exact_angles(pos, ang, theta, phase)))
+            found.append(("positions", fmt, float(np.max(shift))))
+            break
+    model = _exact_angles(model_pos, ang, theta, phase)
+    resid = np.abs(_wrap(ang.phi - model))
+    big = np.abs(model) >= 1.0
+    for fmt in _HALF_FORMATS:
+        if not np.any(big):
+            break
+        rounded = _round_to(model, fmt)
+        alt_err = np.abs(_wrap(ang.phi - rounded))
+        if np.max(resid[big]) > 2.0 * max(e_mag, _FLOAT64_FLOOR) and (
+            np.max(alt_err[big]) <= _EXPLAINED * np.max(resid[big])
+        ):
+            found.append(("angles", fmt, float(np.max(np.abs(_wrap(rounded - model))))))
+            resid = alt_err
+            break
+    table_fmt = _table_format(ang, e_mag)
+    if table_fmt is not None:
+        found.append(("tables", table_fmt, e_mag))
+    if not found and (g > _FLOAT64_GROWTH or e_mag > _FLOAT64_FLOOR or floor > _FLOAT64_FLOOR):
+        stage = "angles" if g > _FLOAT64_GROWTH else "tables"
+        found.append((stage, "float32", max(float(np.max(e0)), e_mag)))
+    found.sort(key=lambda t: -t[2])
+    return [PrecisionStage(st, fmt, err, _STAGE_FIXES[st]) for st, fmt, err in found]
+
+
+def _table_format(ang: _Angles, e_mag: float) -> str | None:
+    """The half format the cos/sin tables were rounded to, from the magnitude error."""
     if e_mag > _BF16_LEVEL:
-        return "bfloat16 tables", detail
-    if g > _BF16_LEVEL:
-        return "bfloat16 angles", detail
+        return "bfloat16"
     if e_mag > _FP16_LEVEL:
-        return "float16 tables", detail
-    if g > _FP16_LEVEL:
-        return "float16 angles", detail
-    if g > _FLOAT64_GROWTH or e_mag > _FLOAT64_FLOOR or floor > _FLOAT64_FLOOR:
-        return ("worse than bfloat16" if g > _WORSE_LEVEL else "float32"), detail
-    return "float64", detail
+        return "float16"
+    return None
 
 
 def _precision_fix(precision: str) -> str:
     return {
-        "bfloat16 inv_freq": "Keep inv_freq in float32 (build it in float32 and do not cast the "
-        "module to bfloat16 before computing it).",
-        "float16 inv_freq": "Keep inv_freq in float32.",
-        "bfloat16 tables": "Compute cos/sin in float32 and cast only the rotated output.",
-        "float16 tables": "Compute cos/sin in float32 and cast only the rotated output.",
+        "bfloat16 inv_freq": _STAGE_FIXES["frequencies"],
+        "float16 inv_freq": _STAGE_FIXES["frequencies"],
+        "bfloat16 tables": _STAGE_FIXES["tables"],
+        "float16 tables": _STAGE_FIXES["tables"],
         "bfloat16 angles": "Compute positions * inv_freq in float32 (positions as float32, not "
         "the activations' dtype), then cos/sin, and cast at the end.",
         "float16 angles": "Compute positions * inv_freq in float32, then cos/sin.",

@@ -3,8 +3,37 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
+
+
+class PrecisionStage(NamedTuple):
+    """One rounded stage of a RoPE pipeline, as :attr:`RopeReport.precision_stages` lists it.
+
+    Attributes
+    ----------
+    stage : {"positions", "frequencies", "angles", "tables"}
+        What was rounded: the positions before the product, ``inv_freq``, the product
+        ``m * theta_i``, or the cos/sin tables.
+    format : {"float64", "float32", "bfloat16", "float16"}
+        The format it was rounded to (the pipeline class ``f"{format}-{stage}"``).
+    error : float
+        The largest output error (for a unit input) this rounding accounts for at the probed
+        positions: its share of the error.
+    fix : str
+        What to change in the implementation.
+    """
+
+    stage: str
+    format: str
+    error: float
+    fix: str
+
+    @property
+    def pipeline_class(self) -> str:
+        """The class name ``f"{format}-{stage}"`` (e.g. ``"bfloat16-angles"``)."""
+        return f"{self.format}-{self.stage}"
 
 
 @dataclasses.dataclass
@@ -55,7 +84,11 @@ class RopeReport:
     rotated_features : numpy.ndarray of int
         Which input features those are.
     precision : str
-        One of :data:`PRECISIONS`: the arithmetic the errors suggest.
+        One of :data:`PRECISIONS`: the arithmetic the errors suggest (the summary of
+        ``precision_stages``).
+    precision_stages : tuple of PrecisionStage
+        Each rounded stage (positions, frequencies, angles, tables) with its format, its
+        share of the error and its fix, largest share first; empty for float64 arithmetic.
     max_error : float
         Largest deviation of a 2x2 pair block from the reference rotation (output error for a
         unit input) at the probed positions.
@@ -94,6 +127,7 @@ class RopeReport:
     tolerance: float
     output_permutation: np.ndarray | None = None
     positions: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    precision_stages: tuple = ()
 
     def __str__(self) -> str:
         verdict = "PASS" if self.ok else "FAIL"
@@ -128,7 +162,7 @@ class RopeReport:
             f"  attention scaling  {self.attention_scaling:.6g} "
             f"(applied: {self.attention_scaling_applied})",
             f"  position offset    {self.position_offset:.6g}",
-            f"  precision          {self.precision}",
+            f"  precision          {self.precision}" + _stages_words(self.precision_stages),
             f"  max error          {self.max_error:.3g} "
             f"(tolerance {self.tolerance:.3g} x (1 + |m theta|))",
             f"  rotation error     {self.rotation_error:.3g}",
@@ -140,6 +174,12 @@ class RopeReport:
         lines.append("Findings:")
         lines += [f"  - [{s.severity}] {s}" for s in self.findings] or ["  - none"]
         return "\n".join(lines)
+
+
+def _stages_words(stages) -> str:
+    if not stages:
+        return ""
+    return " (" + ", ".join(f"{s.format} {s.stage} {s.error:.2g}" for s in stages) + ")"
 
 
 def _fmt(v) -> str:
