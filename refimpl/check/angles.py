@@ -17,6 +17,9 @@ from ._base import (
     _error,
 )
 
+# A pair magnitude that changes with position by more than this fraction is no rounding
+# (bfloat16 tables move it by at most ~2**-8 sqrt 2 ~ 6e-3): the map is not a rotation.
+_NOT_ROTATION = 2e-2
 # Angles at position 0 that an offset leaves unexplained beyond this (rad) are a constant phase
 # per pair: float32 tables leave 1e-7, bfloat16 tables 4e-3, a fixed extra rotation O(1).
 _PHASE_TOL = 5e-2
@@ -108,6 +111,9 @@ def _read_angles(pos, R, frame, passthrough):
             "laid out with the same pairing as rotate_half."
         )
         return None, [_error(text)], struct_err
+    blend = _not_a_rotation(raa, rba, mag, pos)
+    if blend is not None:
+        return None, [_error(blend)], struct_err
     phi = np.arctan2(rba, raa)  # [eq:check-angle]
     k0 = int(np.flatnonzero(pos == 0)[0])
     k1 = int(np.flatnonzero(pos == 1)[0])
@@ -132,6 +138,39 @@ def _read_angles(pos, R, frame, passthrough):
     ang = _Angles(blocks, phi, mag, trend, scale, direction, theta, delta, struct_err)
     ang.effective, ang.phase = effective, phase
     return ang, [], None
+
+
+def _not_a_rotation(raa, rba, mag, pos) -> str | None:
+    """Words for pair maps whose magnitude changes with position in no monotone way (xPos's
+    trend is read later): not a rounding (bfloat16 tables move it by at most ~6e-3) but a
+    map that is not a rotation. A blend ``(1 - a) x + a R x`` puts the block's first column
+    on a circle of radius ``a`` centred at ``(1 - a, 0)``; its ``a`` is named when it fits."""
+    live = np.ptp(mag, axis=0) > 0
+    ref = np.median(mag)
+    if not np.any(live) or np.max(np.abs(mag - ref)) <= _NOT_ROTATION * ref:
+        return None
+    logm = np.log(np.maximum(mag, 1e-300))
+    m = pos - pos[np.argmin(np.abs(pos))]
+    if np.all(np.diff(logm[np.argsort(m)], axis=0) * np.sign(logm[-1] - logm[0]) >= -1e-12):
+        return None  # monotone in position: an xPos-like trend, judged later
+    # |c|^2 = 2 c0 raa + (a^2 - c0^2) for a circle of radius a centred at (c0, 0)
+    slope, icpt = np.polyfit(raa.ravel(), (mag**2).ravel(), 1)
+    c0 = slope / 2.0
+    a2 = icpt + c0 * c0
+    words = ""
+    if a2 > 0:
+        a = float(np.sqrt(a2))
+        fit = np.max(np.abs((raa - c0) ** 2 + rba**2 - a2))
+        if fit < 1e-6 * max(a2, 1e-300):
+            words = (
+                f"; it is (1 - a) x + a RoPE(x) with a = {a:.4g} (an identity and a rotation "
+                "mixed, e.g. a residual or gate around the rotation)"
+            )
+    return (
+        f"fn is not a rotation: the norm of each pair changes with its angle (magnitudes from "
+        f"{float(np.min(mag)):.4g} to {float(np.max(mag)):.4g}), which no rounding of the tables "
+        f"does{words}."
+    )
 
 
 def _offset_and_phase(theta, phi0):

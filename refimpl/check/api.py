@@ -110,7 +110,7 @@ def _analyse(pos, R, exp: _Expected, d: int, tol: float, floor: float, findings:
         (errors if f.severity == ERROR else notes).append(f)
     verdict_theta = ref if (ref is not None and len(ref) == len(ang.theta)) else None
     precision, stages, max_error, devs, prec = _judge_precision(
-        rd, verdict_theta, ref_scale, tol, bool(errors)
+        rd, verdict_theta, ref_scale, tol, bool(errors), exp.offset or 0.0
     )
     errors += prec
     base, scaling, params = _reported_profile(rd, exp, matched)
@@ -186,6 +186,8 @@ def check_rope(
     tolerance: float = DEFAULT_TOLERANCE,
     seq_len: int | None = None,
     backend: str = "auto",
+    output_order: str | None = None,
+    offsets: float | None = None,
 ) -> RopeReport:
     r"""Run a RoPE implementation as a black box and report what it does and what is wrong.
 
@@ -225,6 +227,13 @@ def check_rope(
         Passed to ``rope_from_config`` when ``expected`` is a config (dynamic, longrope);
         refused otherwise.
     backend : {"auto", "numpy", "torch"}, default "auto"
+    output_order : {"same", "half"}, optional
+        Declared output order: ``"half"`` for interleaved pairs written half-split
+        (DeepSeek-V3's ``rope_interleave``). Undeclared, a fixed output permutation is a note
+        when nothing is expected and an error otherwise.
+    offsets : float, optional
+        Declared position offset: ``fn`` is meant to rotate position ``m`` as ``m + offsets``
+        (a decode path that adds the cache length). Undeclared, any offset is an error.
 
     Returns
     -------
@@ -255,7 +264,9 @@ def check_rope(
     """
     d = check_dim(dim, maximum=MAX_CHECK_DIM)
     tol = check_positive(tolerance, "tolerance")
-    exp = _read_expected(expected, d, base, pairing, rotary_dim, attention_scaling, seq_len)
+    exp = _read_expected(
+        expected, d, base, pairing, rotary_dim, attention_scaling, seq_len, output_order, offsets
+    )
     pos = _probe_positions(positions, d)
     call = _Caller(fn, backend)
     stop = _probe_linearity(call, d)
@@ -263,6 +274,21 @@ def check_rope(
         return _failed_report(stop, d, tol, pos)
     pos, R, notes = _read_matrices(call, pos, d, explicit=positions is not None)
     return _analyse(pos, R, exp, d, tol, _COUPLING_TOL, notes)
+
+
+def _row_offsets(positions, offsets):
+    """``(positions, scalar offset)``: per-row offsets are added to the positions (and judged
+    as no offset); a number is a declared offset."""
+    if offsets is None or np.ndim(offsets) == 0:
+        return positions, offsets
+    pos = as_positions(positions, maximum=MAX_PROBE_POSITION)
+    off = as_positions(offsets, "offsets", maximum=MAX_PROBE_POSITION)
+    if off.shape != pos.shape:
+        raise ValueError(
+            f"offsets must be a number or have one entry per row ({pos.shape[0]}), got "
+            f"{off.shape[0]}"
+        )
+    return pos + off, 0.0
 
 
 def check_rope_arrays(
@@ -277,6 +303,8 @@ def check_rope_arrays(
     rotary_dim: int | None = None,
     attention_scaling: float | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
+    output_order: str | None = None,
+    offsets=None,
 ) -> RopeReport:
     r"""Judge recorded input and output rows of a RoPE implementation, as :func:`check_rope`.
 
@@ -289,8 +317,12 @@ def check_rope_arrays(
         stacked; a position with at least ``dim`` linearly independent input rows gives its
         matrix :math:`R_m` by least squares (:math:`y = x R_m^\top`); positions with fewer
         are skipped (with a note). Positions 0 and 1 are required.
-    dim, base, pairing, expected, rotary_dim, attention_scaling, tolerance
-        As for :func:`check_rope`.
+    dim, base, pairing, expected, rotary_dim, attention_scaling, tolerance, output_order
+        As for :func:`check_rope` (the same declarations, judged by the same rule).
+    offsets : float or array_like of shape (n,), optional
+        Declared offset: a number as for :func:`check_rope`; one value per row when the rows
+        were rotated at ``positions + offsets`` (per-sequence cache offsets), which is then
+        judged as no offset.
 
     Returns
     -------
@@ -310,7 +342,10 @@ def check_rope_arrays(
     """
     d = check_dim(dim, maximum=MAX_CHECK_DIM)
     tol = check_positive(tolerance, "tolerance")
-    exp = _read_expected(expected, d, base, pairing, rotary_dim, attention_scaling, None)
+    positions, scalar = _row_offsets(positions, offsets)
+    exp = _read_expected(
+        expected, d, base, pairing, rotary_dim, attention_scaling, None, output_order, scalar
+    )
     pos, R, lin_err, noise, notes = _matrices_from_arrays(positions, x, y, d)
     if lin_err > _LINEARITY_TOL:
         text = (

@@ -37,9 +37,12 @@ _LARGE_ANGLE = 100.0
 _NOT_ROTATION_MAG = 2e-2
 # Formats a stage can be rounded to, from the coarsest.
 _HALF_FORMATS = ("bfloat16", "float16")
-# A rounding hypothesis is taken when it leaves at most this fraction of the angle error the
-# exact model leaves (rounded positions or angles leave the rest to the tables' 2**-9).
+# A rounding hypothesis is taken when it leaves at most this fraction of the squared angle
+# error the model without it leaves (the rest is the other stages' rounding).
 _EXPLAINED = 0.5
+# Angles below this (rad) are compared unwrapped: a bfloat16 rounding moves them by at most
+# 2**-9 of it, under 1 rad, so their errors do not wrap.
+_UNWRAPPED = 400.0
 
 
 def _exact_angles(pos, ang: _Angles, theta, phase=None):
@@ -75,7 +78,10 @@ def _precision(pos, ang: _Angles, ref_theta, phase=None):
     if e_mag > _NOT_ROTATION_MAG and ang.trend is None:
         return "undetermined", detail + "; the map is not a rotation"
     fmt = _rounded_frequencies(pos, ang, ref_theta, exact, phase)
-    if fmt is not None:
+    e_tf = np.abs(_wrap(ang.phi - _exact_angles(pos, ang, tf, phase)))
+    big = np.abs(exact) >= 1.0
+    exact_multiples = not np.any(big) or float(np.max(e_tf[big] / np.abs(exact[big]))) <= 1e-6
+    if fmt is not None and exact_multiples:
         return f"{fmt} inv_freq", detail + f"; frequencies equal their {fmt} roundings"
     if g > _BF16_LEVEL:
         return ("worse than bfloat16" if g > _WORSE_LEVEL else "bfloat16 angles"), detail
@@ -91,25 +97,34 @@ def _precision(pos, ang: _Angles, ref_theta, phase=None):
 
 
 def _rounded_frequencies(pos, ang: _Angles, ref_theta, exact, phase=None) -> str | None:
-    """The format the frequencies were rounded to before the product (the measured ones
-    equal the roundings and the angles are exact multiples of them), or None."""
+    """The format the frequencies were rounded to before the product, or None: the measured
+    frequencies (read at powers of two, exact in every format, where even a rounded product
+    of a rounded frequency is exact) sit on the roundings rather than on the exact values,
+    for the pairs where the two are farther apart than the measurement's resolution."""
     tf = ang.theta
-    big = np.abs(exact) >= _LARGE_ANGLE
-    if not np.any(big):
-        big = np.abs(exact) >= 1.0
-    e_tf = np.abs(_wrap(ang.phi - _exact_angles(pos, ang, tf, phase)))
-    g_tf = float(np.max(e_tf[big] / np.abs(exact[big]))) if np.any(big) else 0.0
     nz = ref_theta > 0
-    if g_tf > 1e-6 or not np.any(nz):
+    if not np.any(nz) or tf.shape != ref_theta.shape:
         return None
+    resolution = (2.0**-8 + ang.struct_err) / max(float(np.max(np.abs(pos))), 1.0)
     for fmt in _HALF_FORMATS:
-        rounded = _round_to(ref_theta[nz], fmt)
-        moved = np.abs(rounded / ref_theta[nz] - 1.0) > _ROUNDED_FREQ
-        if np.sum(moved) >= max(1, np.sum(nz) // 4):
-            hit = np.abs(tf[nz][moved] / rounded[moved] - 1.0) < _ROUNDED_FREQ
+        rounded = _round_to(ref_theta, fmt)
+        gap = np.abs(rounded - ref_theta)
+        visible = nz & (gap > 4.0 * resolution) & (gap > _ROUNDED_FREQ * ref_theta)
+        if np.sum(visible) >= max(2, np.sum(nz) // 8):
+            hit = np.abs(tf[visible] - rounded[visible]) < 0.25 * gap[visible]
             if np.mean(hit) > 0.8:
                 return fmt
     return None
+
+
+def _explains(phi, base_model, alt_model, where) -> bool:
+    """True when ``alt_model`` leaves at most :data:`_EXPLAINED` of the squared angle error
+    ``base_model`` leaves at the entries ``where`` (angles small enough not to wrap)."""
+    if not np.any(where):
+        return False
+    e0 = _wrap(phi - base_model)[where]
+    e1 = _wrap(phi - alt_model)[where]
+    return float(np.sum(e1 * e1)) <= _EXPLAINED * float(np.sum(e0 * e0)) and np.any(e0 != 0)
 
 
 _STAGE_FIXES = {
@@ -141,41 +156,11 @@ def _precision_stages(pos, ang: _Angles, ref_theta, phase=None) -> list:
     g, e_mag, floor, e0 = _errors(ang, exact)
     if e_mag > _NOT_ROTATION_MAG and ang.trend is None:
         return []
-    found = []
-    theta = ref_theta
     f_fmt = _rounded_frequencies(pos, ang, ref_theta, exact, phase)
-    if f_fmt is not None:
-        theta = _round_to(ref_theta, f_fmt)
-        moved = _exact_angles(pos, ang, theta, phase)
-        found.append(("frequencies", f_fmt, float(np.max(np.abs(moved - exact)))))
-    model_pos = pos
-    for fmt in _HALF_FORMATS:
-        rounded = _round_to(pos, fmt)
-        if np.array_equal(rounded, pos):
-            continue
-        base_err = np.abs(_wrap(ang.phi - _exact_angles(model_pos, ang, theta, phase)))
-        alt = _exact_angles(rounded, ang, theta, phase)
-        alt_err = np.abs(_wrap(ang.phi - alt))
-        changed = rounded != pos
-        if np.max(alt_err[changed]) <= _EXPLAINED * np.max(base_err[changed]):
-            model_pos = rounded
-            shift = np.abs(_wrap(alt - _exact_angles(pos, ang, theta, phase)))
-            found.append(("positions", fmt, float(np.max(shift))))
-            break
-    model = _exact_angles(model_pos, ang, theta, phase)
-    resid = np.abs(_wrap(ang.phi - model))
-    big = np.abs(model) >= 1.0
-    for fmt in _HALF_FORMATS:
-        if not np.any(big):
-            break
-        rounded = _round_to(model, fmt)
-        alt_err = np.abs(_wrap(ang.phi - rounded))
-        if np.max(resid[big]) > 2.0 * max(e_mag, _FLOAT64_FLOOR) and (
-            np.max(alt_err[big]) <= _EXPLAINED * np.max(resid[big])
-        ):
-            found.append(("angles", fmt, float(np.max(np.abs(_wrap(rounded - model))))))
-            resid = alt_err
-            break
+    options = [_angle_stages(pos, ang, ref_theta, exact, phase, e_mag, None)]
+    if f_fmt is not None:  # rounded angles at powers of two look like rounded frequencies
+        options.append(_angle_stages(pos, ang, ref_theta, exact, phase, e_mag, f_fmt))
+    found = min(options, key=lambda o: o[1])[0]
     table_fmt = _table_format(ang, e_mag)
     if table_fmt is not None:
         found.append(("tables", table_fmt, e_mag))
@@ -184,6 +169,41 @@ def _precision_stages(pos, ang: _Angles, ref_theta, phase=None) -> list:
         found.append((stage, "float32", max(float(np.max(e0)), e_mag)))
     found.sort(key=lambda t: -t[2])
     return [PrecisionStage(st, fmt, err, _STAGE_FIXES[st]) for st, fmt, err in found]
+
+
+def _angle_stages(pos, ang: _Angles, ref_theta, exact, phase, e_mag, f_fmt):
+    """``(stages, residual)`` of the frequency, position and angle stages under one
+    hypothesis about the frequencies (exact, or rounded to ``f_fmt``); ``residual`` is the
+    squared angle error the hypothesis leaves (the smaller one is the explanation)."""
+    found = []
+    theta = ref_theta
+    if f_fmt is not None:
+        theta = _round_to(ref_theta, f_fmt)
+        moved = _exact_angles(pos, ang, theta, phase)
+        found.append(("frequencies", f_fmt, float(np.max(np.abs(moved - exact)))))
+    model_pos = pos
+    unwrapped = np.abs(exact) < _UNWRAPPED
+    base_model = _exact_angles(pos, ang, theta, phase)
+    for fmt in _HALF_FORMATS:
+        rounded = _round_to(pos, fmt)
+        changed = (rounded != pos)[:, None] & unwrapped
+        alt = _exact_angles(rounded, ang, theta, phase)
+        if _explains(ang.phi, base_model, alt, changed):
+            model_pos = rounded
+            found.append(("positions", fmt, float(np.max(np.abs(_wrap(alt - base_model))))))
+            break
+    model = _exact_angles(model_pos, ang, theta, phase)
+    for fmt in _HALF_FORMATS:
+        rounded = _round_to(model, fmt)
+        moved = (rounded != model) & (np.abs(model) < _UNWRAPPED) & (np.abs(model) >= 1.0)
+        if _explains(ang.phi, model, rounded, moved) and (
+            float(np.max(np.abs(_wrap(ang.phi - model))[moved])) > 2.0 * e_mag
+        ):
+            found.append(("angles", fmt, float(np.max(np.abs(_wrap(rounded - model))))))
+            model = rounded
+            break
+    e = _wrap(ang.phi - model)[unwrapped]
+    return found, float(np.sum(e * e))
 
 
 def _table_format(ang: _Angles, e_mag: float) -> str | None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._checks import as_float_array, as_positions
+from ..numerics import round_to
 from ._base import (
     _ARRAY_NOISE_ULPS,
     _CALL_ELEMENTS,
@@ -214,6 +215,21 @@ def _least_squares(xm: np.ndarray, ym: np.ndarray) -> np.ndarray | None:
     return np.linalg.solve(r, q.T @ ym)
 
 
+# Unit roundoff of each format rounding can leave visible in recorded outputs, coarsest first.
+_VISIBLE_EPS = (("bfloat16", 2.0**-7), ("float16", 2.0**-10), ("float32", 2.0**-23))
+
+
+def _visible_eps(ys: np.ndarray) -> float:
+    """Machine epsilon of the coarsest format every output value is exactly representable in:
+    the rounding the data show, whatever dtype stores them (float32 results saved as float64
+    carry float32's rounding)."""
+    finite = ys[np.isfinite(ys)]
+    for fmt, eps in _VISIBLE_EPS:
+        if np.array_equal(np.asarray(round_to(finite, fmt), dtype=np.float64), finite):
+            return eps
+    return float(np.finfo(np.float64).eps)
+
+
 def _matrices_from_arrays(positions, x, y, d: int):
     """Least-squares matrices from rows ``y = R_m x`` grouped by position.
 
@@ -231,8 +247,8 @@ def _matrices_from_arrays(positions, x, y, d: int):
             )
         if a.dtype.kind not in "fiu" or not np.all(np.isfinite(a)):
             raise ValueError(f"{name} must be finite real numbers")
-    noise = _ARRAY_NOISE_ULPS * float(np.finfo(ys.dtype if ys.dtype.kind == "f" else float).eps)
     xs, ys = xs.astype(np.float64), ys.astype(np.float64)
+    noise = _ARRAY_NOISE_ULPS * _visible_eps(ys)
     kept, mats, lin_err, short = [], [], 0.0, []
     for m in np.unique(pos_all):
         rows = pos_all == m
