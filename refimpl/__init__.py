@@ -44,9 +44,12 @@ from .bias import (
 )
 from .check import (
     Finding,
+    PrecisionStage,
     RopeReport,
+    check_attention_scale,
     check_rope,
     check_rope_arrays,
+    check_rope_operator,
 )
 from .config import (
     LayerRope,
@@ -118,7 +121,7 @@ from .numerics import (
 )
 from .pipelines import PRECISIONS, Precision
 from .polar import apply_pope, pope_inv_freq
-from .positions import context_parallel_indices, varlen_positions
+from .positions import context_parallel_indices, packing_from_position_ids, varlen_positions
 from .remap import (
     DualChunkAttention,
     dual_chunk_relative_positions,
@@ -172,6 +175,7 @@ __all__ = [
     "FrequencyFit",
     "LayerRope",
     "Precision",
+    "PrecisionStage",
     "QueryScaling",
     "RopeReport",
     "RopeSchedule",
@@ -197,8 +201,10 @@ __all__ = [
     "attention_scores",
     "axial_2d_angles",
     "causal_mask",
+    "check_attention_scale",
     "check_rope",
     "check_rope_arrays",
+    "check_rope_operator",
     "compare_gguf",
     "context_parallel_indices",
     "cope_logits",
@@ -234,6 +240,7 @@ __all__ = [
     "mrope_cos_sin",
     "normalized_encoding",
     "oracle_cos_sin",
+    "packing_from_position_ids",
     "pair_coefficients",
     "pair_indices",
     "pairing_permutation",

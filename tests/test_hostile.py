@@ -181,6 +181,23 @@ def _entry(fn, kwargs, kinds, runs=True, **aliases):
 _ARR_POS = np.repeat(np.arange(5.0), 8)
 _ARR_X = np.tile(np.eye(8), (5, 1))
 
+
+def _HALF_OP(x, cos, sin):
+    """A correct operator on half-width tables (check_rope_operator's valid call)."""
+    h = x.shape[-1] // 2
+    return np.concatenate([x[:, :h] * cos - x[:, h:] * sin, x[:, h:] * cos + x[:, :h] * sin], 1)
+
+
+_SCHEDULE = refimpl.rope_schedule(
+    {"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 1}
+)
+
+
+def _SCORES(i, q, k, p):
+    spec = _SCHEDULE[i].spec
+    return spec.apply(q, p) @ spec.apply(k, p).T / np.sqrt(spec.dim)
+
+
 CALLS: dict[str, Call] = {
     # absolute (floor 2)
     "integer_encoding": _entry(
@@ -574,6 +591,30 @@ CALLS.update(
                 "tolerance": "positive",
             },
         ),
+        "check_rope_operator": _entry(
+            refimpl.check_rope_operator,
+            dict(op=_HALF_OP, dim=8),
+            {
+                "op": "callable",
+                "dim": "dim",
+                "base": "base",
+                "pairing": "choice",
+                "tables": "choice",
+                "positions": "positions",
+                "tolerance": "positive",
+                "attention_scaling": "positive",
+            },
+        ),
+        "check_attention_scale": _entry(
+            refimpl.check_attention_scale,
+            dict(fn_scores=_SCORES, schedule=_SCHEDULE),
+            {"fn_scores": "callable", "positions": "positions"},
+        ),
+        "packing_from_position_ids": _entry(
+            refimpl.packing_from_position_ids,
+            dict(position_ids=[[0, 1, 0, 1]]),
+            {"emulate": "choice"},
+        ),
         "check_rope": _entry(
             refimpl.check_rope,
             dict(fn=refimpl.apply_rope, dim=8),
@@ -858,6 +899,7 @@ COVERAGE_TYPES = {
     "RopeSchedule": "CALLS['rope_schedule'] (the result type)",
     "ScalingMethod": "test_scaling_methods_refuse_hostile_parameters_by_name (the records)",
     "DualChunkAttention": "test_dual_chunk_attention_refuses_hostile_settings",
+    "PrecisionStage": "CALLS['check_rope'] (the report's precision_stages)",
 }
 HOSTILE["path"] = [None, 3, 1.5, ["x.npz"], "", "."]
 # file names that exist as no GGUF file (wrong types are still open in gguf.py)

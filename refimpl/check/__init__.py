@@ -30,15 +30,31 @@ from ._base import (
     Finding,
 )
 from .api import check_rope, check_rope_arrays
-from .report import RopeReport
+from .attention import AttentionScaleReport, check_attention_scale
+from .drivers import (
+    OPERATOR_TABLES,
+    POLICIES,
+    CallReport,
+    check_rope_operator,
+    from_start_offset,
+)
+from .report import PrecisionStage, RopeReport
 
 __all__ = [
     "DEFAULT_TOLERANCE",
     "MAX_CHECK_DIM",
+    "OPERATOR_TABLES",
+    "POLICIES",
     "PRECISIONS",
     "TABLE_PRECISION_CLASSES",
+    "AttentionScaleReport",
+    "CallReport",
     "Finding",
+    "PrecisionStage",
     "RopeReport",
+    "check_attention_scale",
     "check_rope",
     "check_rope_arrays",
+    "check_rope_operator",
+    "from_start_offset",
 ]

@@ -176,7 +176,7 @@ def _probe_positions(positions, d: int) -> np.ndarray:
 def check_rope(
     fn: Callable,
     *,
-    dim: int,
+    dim: int | None = None,
     base: float | None = None,
     pairing: str | None = None,
     expected=None,
@@ -188,6 +188,9 @@ def check_rope(
     backend: str = "auto",
     output_order: str | None = None,
     offsets: float | None = None,
+    config=None,
+    calls=None,
+    policy: str = "transformers",
 ) -> RopeReport:
     r"""Run a RoPE implementation as a black box and report what it does and what is wrong.
 
@@ -234,6 +237,21 @@ def check_rope(
     offsets : float, optional
         Declared position offset: ``fn`` is meant to rotate position ``m`` as ``m + offsets``
         (a decode path that adds the cache length). Undeclared, any offset is an error.
+    config : dict or path, optional
+        With ``calls``: the model config each call is judged against.
+    calls : sequence of (positions, seq_len), optional
+        A scripted sequence of calls ``fn(x, positions, seq_len)`` (``fn`` then takes the
+        sequence length): each call is made once, with identity rows at its first, last and
+        power-of-two positions, and judged against ``rope_from_config(config, seq_len=L)``
+        for the length ``L`` the ``policy`` gives it. A call that fails is explained by the
+        length whose frequencies it used: a fixed length at every call (vLLM's
+        ``max_model_len``, llama.cpp's allocated context), an earlier call's (a stale cache),
+        or the original context (a switch that never happens). Returns a
+        :class:`~refimpl.check.drivers.CallReport`; ``dim`` comes from the config.
+    policy : {"transformers", "per_call"}, default "transformers"
+        How the length of each call is decided: transformers' (dynamic NTK recomputed when a
+        call is longer than the cached length, reset below the original context; LongRoPE's
+        long factors beyond it) or each call's own length.
 
     Returns
     -------
@@ -262,6 +280,14 @@ def check_rope(
     >>> bad.ok, bad.position_offset
     (False, 1.0)
     """
+    if calls is not None or config is not None:
+        if calls is None or config is None:
+            raise TypeError("config and calls must be given together (a scripted call sequence)")
+        from .drivers import check_calls
+
+        return check_calls(fn, config=config, calls=calls, policy=policy, tolerance=tolerance)
+    if dim is None:
+        raise TypeError("check_rope needs dim= (the feature width of x)")
     d = check_dim(dim, maximum=MAX_CHECK_DIM)
     tol = check_positive(tolerance, "tolerance")
     exp = _read_expected(
