@@ -77,6 +77,35 @@ def test_operator_bugs_are_named():
     assert not check_rope_operator(scaled, dim=D).ok
 
 
+def test_operator_with_position_ids_gathers_its_rows():
+    """An operator that takes a cos/sin cache and position ids (ONNX RotaryEmbedding, vLLM's
+    cos_sin_cache): a gather one row late is an offset; a clamped gather stops the angles."""
+    gather = lambda x, c, s, p: _half(x, c[p], s[p])  # noqa: E731
+    rep = check_rope_operator(gather, dim=D, pairing="half", position_ids=True)
+    assert rep.ok and rep.position_offset == 0.0, str(rep)
+
+    def late(x, c, s, p):
+        i = np.minimum(p + 1, len(c) - 1)  # one row late, the last row repeated
+        return _half(x, c[i], s[i])
+
+    rep = check_rope_operator(late, dim=D, position_ids=True, positions=[0, 1, 2, 3, 5, 8, 64])
+    assert not rep.ok and rep.position_offset == 1.0, str(rep)
+    angles = lambda x, a, p: _half(x, np.cos(a[p]), np.sin(a[p]))  # noqa: E731
+    assert check_rope_operator(angles, dim=D, tables="angles", position_ids=True).ok
+
+
+def test_operator_position_ids_arguments_are_refused_by_name():
+    gather = lambda x, c, s, p: _half(x, c[p], s[p])  # noqa: E731
+    with pytest.raises(ValueError, match="non-negative integers with position_ids=True"):
+        check_rope_operator(gather, dim=D, position_ids=True, positions=[0, 1, 2.5])
+    with pytest.raises(ValueError, match="non-negative integers with position_ids=True"):
+        check_rope_operator(gather, dim=D, position_ids=True, positions=[-1, 0, 1])
+    with pytest.raises(ValueError, match="probe smaller positions"):
+        check_rope_operator(gather, dim=D, position_ids=True, positions=[0, 1, 2**30])
+    with pytest.raises(TypeError, match="position_ids must be True or False"):
+        check_rope_operator(gather, dim=D, position_ids=1)
+
+
 def test_operator_arguments_are_refused_by_name():
     with pytest.raises(ValueError, match="tables must be one of"):
         check_rope_operator(_half, dim=D, tables="quarter")

@@ -14,6 +14,11 @@ from .._checks import MAX_POSITION, as_positions, check_dim, check_int, check_pa
 from ._base import DEFAULT_TOLERANCE, MAX_CHECK_DIM, _error, _note
 from .report import RopeReport
 
+# Largest cache (rows x pairs) built for an operator that gathers rows by position id: 2**24
+# float64 entries are 128 MiB per table; the default probe (32769 rows x 128 pairs at d = 256)
+# needs 2**22.
+_MAX_CACHE_ELEMENTS = 2**24
+
 #: Tables an operator can take: half-width cos/sin ``(seq, r/2)``, full-width cos/sin as
 #: transformers builds them (``cat(c, c)``, for half-split pairs) or repeated per pair (for
 #: interleaved pairs), or the angles themselves (Transformer Engine's ``freqs``).
@@ -21,6 +26,7 @@ OPERATOR_TABLES = ("half", "full", "repeated", "angles")
 
 
 def _tables(theta: np.ndarray, positions: np.ndarray, tables: str, scale: float):
+    """The tables of ``positions`` (one row per position) in the layout ``tables``."""
     ang = np.multiply.outer(np.asarray(positions, dtype=np.float64), theta)  # (seq, r/2)
     if tables == "angles":
         return (ang,)
@@ -46,13 +52,16 @@ def check_rope_operator(
     tolerance: float = DEFAULT_TOLERANCE,
     output_order: str | None = None,
     backend: str = "auto",
+    position_ids: bool = False,
 ) -> RopeReport:
     r"""Check an operator that applies given cos/sin tables (or angles): ``op(x, cos, sin)``.
 
     The operator is handed the reference tables of the probed positions, one row per row of
-    ``x``, so what it can get wrong is how it applies them: pairing, sign, output order, the
-    rotated width, the table layout it reads, its arithmetic. It is then checked as
-    :func:`check_rope` checks a function, against frequencies it was given.
+    ``x`` (or, with ``position_ids=True``, a cache of rows ``0 .. max(positions)`` and the
+    position of every row), so what it can get wrong is how it applies them: pairing, sign,
+    output order, the rotated width, the table layout it reads, the cache row it gathers, its
+    arithmetic. It is then checked as :func:`check_rope` checks a function, against the
+    frequencies it was given.
 
     Parameters
     ----------
@@ -78,12 +87,18 @@ def check_rope_operator(
         Multiplied into cos/sin; the operator must apply the tables as given.
     positions, tolerance, output_order, backend
         As for :func:`check_rope`.
+    position_ids : bool, default False
+        The operator gathers its rows itself: it is called ``op(x, cos_cache, sin_cache,
+        position_ids)`` (``op(x, angle_cache, position_ids)`` for ``tables="angles"``) with
+        caches of ``max(positions) + 1`` rows in the layout ``tables`` and ``position_ids``
+        ``(seq,)`` int64, as ONNX ``RotaryEmbedding`` with ``position_ids``, vLLM's
+        ``cos_sin_cache`` and FlashInfer's ``apply_rope_with_cos_sin_cache`` take them.
 
     Returns
     -------
     RopeReport
-        The report of :func:`check_rope` on ``fn(x, p) = op(x, cos[p], sin[p])`` against
-        the frequencies and factor the tables hold.
+        The report of :func:`check_rope` on ``fn(x, p) = op(x, cos[p], sin[p])`` (or
+        ``op(x, cos, sin, p)``) against the frequencies and factor the tables hold.
 
     Examples
     --------
@@ -116,14 +131,39 @@ def check_rope_operator(
 
     scale = check_positive(attention_scaling, "attention_scaling")
 
+    if not isinstance(position_ids, bool):
+        raise TypeError(f"position_ids must be True or False, got {position_ids!r}")
+    if position_ids and positions is not None:
+        _check_cache_positions(positions, r)
+
     def fn(x, p):
-        return op(x, *_tables(theta, np.asarray(p), tables, scale))
+        p = np.asarray(p)
+        if not position_ids:
+            return op(x, *_tables(theta, p, tables, scale))
+        cache = _tables(theta, np.arange(int(np.max(p)) + 1), tables, scale)
+        return op(x, *cache, p.astype(np.int64))
 
     spec = _OperatorSpec(d, r, theta, pairing, scale)
     return check_rope(
         fn, dim=d, expected=spec, pairing=pairing, positions=positions, tolerance=tolerance,
         output_order=output_order, backend=backend,
     )  # fmt: skip
+
+
+def _check_cache_positions(positions, r: int) -> None:
+    """Positions that index a cache: non-negative integers, the cache within its bound."""
+    pos = as_positions(positions, maximum=MAX_POSITION)
+    if np.any(pos < 0) or np.any(pos != np.round(pos)):
+        raise ValueError(
+            "positions must be non-negative integers with position_ids=True (they index the "
+            "cache's rows)"
+        )
+    rows = int(np.max(pos)) + 1 if pos.size else 0
+    if rows * (r // 2) > _MAX_CACHE_ELEMENTS:
+        raise ValueError(
+            f"positions up to {rows - 1} need a cache of {rows} x {r // 2} entries, more than "
+            f"{_MAX_CACHE_ELEMENTS}: probe smaller positions"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
