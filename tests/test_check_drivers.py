@@ -168,6 +168,97 @@ def test_fixed_length_policy_is_named():
     assert check_rope(per_call, config=DYNAMIC, calls=CALLS, policy="per_call").ok
 
 
+def test_vllm_policy_fixed_max_model_len():
+    """vLLM computes dynamic NTK once, for max_model_len (vllm-project/vllm#52665): judged as
+    the declared policy it passes; as transformers' it fails and the finding names the
+    policy to declare; with another max_model_len it fails."""
+    vllm = _by_length(DYNAMIC, lambda n, s: 16384)
+    rep = check_rope(vllm, config=DYNAMIC, calls=CALLS, policy="vllm", max_model_len=16384)
+    assert rep.ok and rep.lengths == [16384] * 3, str(rep)
+    rep = check_rope(vllm, config=DYNAMIC, calls=CALLS, policy="transformers")
+    assert not rep.ok and "policy='vllm', max_model_len=16384" in str(rep), str(rep)
+    rep = check_rope(vllm, config=DYNAMIC, calls=CALLS, policy="vllm", max_model_len=8192)
+    assert not rep.ok and "fixed length 16384" in str(rep), str(rep)
+
+    # transformers' own behaviour is not vLLM's
+    def transformers_length(n, state):
+        return max(max(state["calls"]), 4096)
+
+    hf = _by_length(DYNAMIC, transformers_length)
+    assert not check_rope(hf, config=DYNAMIC, calls=CALLS, policy="vllm", max_model_len=16384).ok
+
+
+LONGROPE = {
+    "model_type": "phi3",
+    "hidden_size": 2 * D,
+    "num_attention_heads": 2,
+    "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": {
+        "type": "longrope",
+        "short_factor": list(np.round(np.linspace(1.0, 1.5, D // 2), 4)),
+        "long_factor": list(np.round(np.linspace(1.0, 12.0, D // 2), 4)),
+    },
+}  # fmt: skip  (hand-made, Phi-3-like factors)
+
+
+def test_vllm_policy_longrope_long_factors_for_every_call():
+    """vllm-project/vllm#27431: with max_model_len beyond the original context vLLM rotates
+    every sequence, short ones included, with the long factors."""
+    calls = [(np.arange(0, 2000), 2000), (np.arange(0, 9000), 9000)]
+
+    def vllm(x, positions, seq_len):
+        return refimpl.rope_from_config(LONGROPE, seq_len=131072).apply(x, positions)
+
+    rep = check_rope(vllm, config=LONGROPE, calls=calls, policy="vllm", max_model_len=131072)
+    assert rep.ok, str(rep)
+    rep = check_rope(vllm, config=LONGROPE, calls=calls)  # transformers: short factors first
+    assert not rep.ok and rep.used[0] != 2000 and "call 0 (seq_len 2000)" in str(rep), str(rep)
+    assert rep.errors[1] <= 1e-12  # the long call is right under both policies
+
+
+def test_table_length_policy_grows_and_never_shrinks():
+    """A cos/sin table extended when a call is longer than it and kept afterwards (transformers'
+    rotary modules before 4.38; llama.cpp's allocated context)."""
+    calls = [*CALLS, (np.arange(0, 2000), 2000)]
+
+    def grown(n, state):
+        return max([4096, *state["calls"]])
+
+    table = _by_length(DYNAMIC, grown)
+    rep = check_rope(table, config=DYNAMIC, calls=calls, policy="table_length", table_length=4096)
+    assert rep.ok and rep.lengths == [4096, 8000, 8000, 8000], str(rep)
+    rep = check_rope(table, config=DYNAMIC, calls=calls)  # transformers resets at call 3
+    assert not rep.ok and "call 3 (seq_len 2000)" in str(rep)
+    assert "the longest call so far" in str(rep) and "policy='table_length'" in str(rep)
+
+    # transformers' behaviour judged as the table-length policy fails at the reset
+    def transformers_length(n, state):
+        return max(max(state["calls"]), 4096) if n >= 4096 else 4096
+
+    hf = _by_length(DYNAMIC, transformers_length)
+    assert check_rope(hf, config=DYNAMIC, calls=calls).ok
+    rep = check_rope(hf, config=DYNAMIC, calls=calls, policy="table_length", table_length=4096)
+    assert not rep.ok and "call 3" in str(rep)
+
+
+def test_policy_lengths_are_required_and_refused_by_name():
+    fn = _by_length(DYNAMIC, lambda n, s: n)
+    with pytest.raises(ValueError, match=r"policy='vllm' needs max_model_len="):
+        check_rope(fn, config=DYNAMIC, calls=CALLS, policy="vllm")
+    with pytest.raises(ValueError, match=r"policy='table_length' needs table_length="):
+        check_rope(fn, config=DYNAMIC, calls=CALLS, policy="table_length")
+    with pytest.raises(ValueError, match=r"max_model_len= is used only with policy='vllm'"):
+        check_rope(fn, config=DYNAMIC, calls=CALLS, max_model_len=8192)
+    with pytest.raises(ValueError, match=r"table_length= is used only with policy='table_len"):
+        check_rope(fn, config=DYNAMIC, calls=CALLS, policy="vllm", max_model_len=8, table_length=8)
+    with pytest.raises(TypeError, match="max_model_len must be an integer"):
+        check_rope(fn, config=DYNAMIC, calls=CALLS, policy="vllm", max_model_len=8192.5)
+    with pytest.raises(TypeError, match="used only with config= and calls="):
+        check_rope(refimpl.apply_rope, dim=D, max_model_len=8192)
+
+
 def test_stale_cache_keyed_on_an_earlier_call():
     """transformers#25104: a cache built for one length reused at another."""
     calls = [(np.arange(0, 5000), 5000), (np.arange(0, 9000), 9000)]

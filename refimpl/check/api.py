@@ -191,6 +191,8 @@ def check_rope(
     config=None,
     calls=None,
     policy: str = "transformers",
+    max_model_len: int | None = None,
+    table_length: int | None = None,
 ) -> RopeReport:
     r"""Run a RoPE implementation as a black box and report what it does and what is wrong.
 
@@ -248,10 +250,17 @@ def check_rope(
         ``max_model_len``, llama.cpp's allocated context), an earlier call's (a stale cache),
         or the original context (a switch that never happens). Returns a
         :class:`~refimpl.check.drivers.CallReport`; ``dim`` comes from the config.
-    policy : {"transformers", "per_call"}, default "transformers"
-        How the length of each call is decided: transformers' (dynamic NTK recomputed when a
-        call is longer than the cached length, reset below the original context; LongRoPE's
-        long factors beyond it) or each call's own length.
+    policy : {"transformers", "per_call", "vllm", "table_length"}, default "transformers"
+        How the length of each call's frequencies is decided (:data:`POLICIES`):
+        transformers' (dynamic NTK recomputed when a call is longer than the cached length,
+        reset below the original context; LongRoPE's long factors beyond it), each call's own
+        length, vLLM's fixed ``max_model_len``, or the length of a cos/sin table that grows
+        from ``table_length`` rows to the longest call and never shrinks.
+    max_model_len : int, optional
+        With ``policy="vllm"`` (and only then, where it is required): the served length.
+    table_length : int, optional
+        With ``policy="table_length"`` (required there): the table's initial rows (llama.cpp's
+        allocated context).
 
     Returns
     -------
@@ -285,7 +294,12 @@ def check_rope(
             raise TypeError("config and calls must be given together (a scripted call sequence)")
         from .drivers import check_calls
 
-        return check_calls(fn, config=config, calls=calls, policy=policy, tolerance=tolerance)
+        return check_calls(
+            fn, config=config, calls=calls, policy=policy, tolerance=tolerance,
+            max_model_len=max_model_len, table_length=table_length,
+        )  # fmt: skip
+    if max_model_len is not None or table_length is not None:
+        raise TypeError("max_model_len and table_length are used only with config= and calls=")
     if dim is None:
         raise TypeError("check_rope needs dim= (the feature width of x)")
     d = check_dim(dim, maximum=MAX_CHECK_DIM)

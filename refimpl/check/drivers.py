@@ -219,17 +219,36 @@ def from_start_offset(fn_offset: Callable) -> Callable:
 # --------------------------------------------------------------------------------------------
 # scripted calls: length-dependent and stateful implementations
 
-#: Length policies a scripted sequence of calls can be judged by: ``"transformers"`` (the
-#: frequencies of each call's own length, dynamic NTK growing with the longest call since it
-#: last fell below the original context, as transformers' rotary module does), ``"per_call"``
-#: (each call's own length, no state).
-POLICIES = ("transformers", "per_call")
+#: Length policies a scripted sequence of calls can be judged by (``policy=``):
+#:
+#: - ``"transformers"``: the frequencies of each call's own length, dynamic NTK growing with the
+#:   longest call since it last fell below the original context (transformers' rotary module,
+#:   ``_dynamic_frequency_update``; LongRoPE's long factors beyond the original context);
+#: - ``"per_call"``: each call's own length, no state;
+#: - ``"vllm"``: one fixed length for every call, ``max_model_len`` (vLLM builds its cos/sin
+#:   cache once, for the served length: dynamic NTK at that length, LongRoPE's long factors
+#:   whenever it exceeds the original context);
+#: - ``"table_length"``: the length of a cos/sin table that starts at ``table_length`` rows and
+#:   grows to the longest call when a call exceeds it, never shrinking (a cache extended on
+#:   demand, as transformers' rotary modules did before 4.38; llama.cpp's allocated context,
+#:   which no call exceeds).
+POLICIES = ("transformers", "per_call", "vllm", "table_length")
+
+# The keyword that gives each fixed-length policy its length.
+_POLICY_LENGTH = {"vllm": "max_model_len", "table_length": "table_length"}
 
 
-def _policy_lengths(seq_lens: list[int], policy: str, original: int | None) -> list[int]:
-    """The length each call's frequencies are computed for, under ``policy``: transformers
-    recomputes when a call is longer than the cached length and resets to the original
-    context when a call falls below it (``_dynamic_frequency_update``)."""
+def _policy_lengths(seq_lens: list[int], policy: str, original: int | None, length) -> list[int]:
+    """The length each call's frequencies are computed for, under ``policy`` (``length``: the
+    fixed-length policies' ``max_model_len`` or initial ``table_length``)."""
+    if policy == "vllm":
+        return [length] * len(seq_lens)
+    if policy == "table_length":
+        out, rows = [], length
+        for n in seq_lens:
+            rows = max(rows, n)
+            out.append(rows)
+        return out
     if policy == "per_call" or original is None:
         return list(seq_lens)
     out, cached = [], original
@@ -240,6 +259,27 @@ def _policy_lengths(seq_lens: list[int], policy: str, original: int | None) -> l
             cached = original
         out.append(cached)
     return out
+
+
+def _read_policy(policy, max_model_len, table_length) -> int | None:
+    """The policy's fixed length (None for the per-call policies); each length keyword is
+    required by its policy and refused by the others."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    given = {"max_model_len": max_model_len, "table_length": table_length}
+    needed = _POLICY_LENGTH.get(policy)
+    for name, value in given.items():
+        if value is not None and name != needed:
+            raise ValueError(f"{name}= is used only with policy={_policy_of(name)!r}")
+    if needed is None:
+        return None
+    if given[needed] is None:
+        raise ValueError(f"policy={policy!r} needs {needed}= (the length it fixes)")
+    return check_int(given[needed], needed, minimum=1, maximum=MAX_POSITION)
+
+
+def _policy_of(keyword: str) -> str:
+    return next(p for p, k in _POLICY_LENGTH.items() if k == keyword)
 
 
 def _call_matrices(fn, d: int, positions: np.ndarray, seq_len: int) -> np.ndarray:
@@ -322,12 +362,20 @@ class CallReport:
         return "\n".join(lines)
 
 
-def check_calls(fn, *, config, calls, policy: str = "transformers", tolerance=DEFAULT_TOLERANCE):
+def check_calls(
+    fn,
+    *,
+    config,
+    calls,
+    policy: str = "transformers",
+    tolerance=DEFAULT_TOLERANCE,
+    max_model_len: int | None = None,
+    table_length: int | None = None,
+):
     """The call driver behind ``check_rope(fn, config=..., calls=...)`` (see there)."""
     from ..config import rope_from_config
 
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    length = _read_policy(policy, max_model_len, table_length)
     if not callable(fn):
         raise TypeError("fn must be callable as fn(x, positions, seq_len)")
     script = _read_calls(calls)
@@ -335,7 +383,7 @@ def check_calls(fn, *, config, calls, policy: str = "transformers", tolerance=DE
     params = base_spec.params
     original = params.get("original_max_position", params.get("max_position"))
     original = original or base_spec.max_position
-    lengths = _policy_lengths([n for _, n in script], policy, original)
+    lengths = _policy_lengths([n for _, n in script], policy, original, length)
     specs: dict[int, object] = {}
 
     def spec_for(n):
@@ -359,17 +407,28 @@ def check_calls(fn, *, config, calls, policy: str = "transformers", tolerance=DE
         used.append(match)
         if err <= allowed:
             continue
-        findings.append(_error(_call_words(k, n, judged, match, script, original, policy)))
+        seen = max([length or 0] + [m for _, m in script[: k + 1]])
+        words = _call_words(k, n, judged, match, script, original, policy, seen)
+        findings.append(_error(words))
     ok = not findings
     if ok:
-        findings.append(_note(f"every call matches the frequencies of its length ({policy})."))
+        what = policy if length is None else f"{policy}, {_POLICY_LENGTH[policy]}={length}"
+        findings.append(_note(f"every call matches the frequencies of its length ({what})."))
     return CallReport(ok, findings, lengths, used, errors)
 
 
-def _call_words(k, n, judged, match, script, original, policy) -> str:
+def _call_words(k, n, judged, match, script, original, policy, seen) -> str:
+    """Why call ``k`` failed: the length whose frequencies it used, named as the policy or
+    the mistake that uses it."""
     head = f"call {k} (seq_len {n}) should use the frequencies of length {judged} ({policy})"
     if match is None:
         return head + " but matches none of the lengths tried: check the scaling at this length."
+    if match == seen and match != n and k > 0:
+        return (
+            head + f" but uses those of length {match}, the longest call so far: a cos/sin "
+            "table grown for a longer call and never shrunk (declare policy='table_length' "
+            "if the engine is meant to do that; transformers resets below the original context)."
+        )
     earlier = [j for j in range(k) if script[j][1] == match and match != n]
     if earlier:
         return (
@@ -382,8 +441,9 @@ def _call_words(k, n, judged, match, script, original, policy) -> str:
         "never happens (dynamic scaling or the long factors never applied)."
     return (
         head + f" but uses those of a fixed length {match} at every length: vLLM computes them "
-        "once for max_model_len, llama.cpp for the allocated context (table length). Pass the "
-        "length policy the engine is meant to follow, or fix the switch."
+        "once for max_model_len, llama.cpp for the allocated context. Declare "
+        f"policy='vllm', max_model_len={match} (or policy='table_length', table_length={match}) "
+        "if the engine is meant to do that, or fix the switch."
     )
 
 
