@@ -31,6 +31,7 @@ from ._base import (
 )
 from .api import check_rope, check_rope_arrays
 from .attention import AttentionScaleReport, check_attention_scale
+from .dca import DualChunkReport, check_dual_chunk_attention
 from .drivers import (
     OPERATOR_TABLES,
     POLICIES,
@@ -49,10 +50,12 @@ __all__ = [
     "TABLE_PRECISION_CLASSES",
     "AttentionScaleReport",
     "CallReport",
+    "DualChunkReport",
     "Finding",
     "PrecisionStage",
     "RopeReport",
     "check_attention_scale",
+    "check_dual_chunk_attention",
     "check_rope",
     "check_rope_arrays",
     "check_rope_operator",

@@ -58,43 +58,42 @@ def check_attention_scale(
 ) -> AttentionScaleReport:
     r"""Check the attention logits of every layer against a model's schedule.
 
-        Parameters
-        ----------
-        fn_scores : callable
-            ``fn_scores(layer_index, q, k, positions) -> scores`` with ``q`` and ``k`` of shape
-            ``(seq, head_dim)`` (before RoPE) and ``scores`` ``(seq, seq)``: the logits the layer
-            feeds to the softmax, RoPE, query temperature and softmax scale included.
-        schedule : RopeSchedule
-            From :func:`refimpl.rope_schedule` (a config or path is read with it).
-        head_dim : int, optional
-            Width of q and k (default: the first RoPE layer's ``dim``; needed when no layer has
-            RoPE).
-        positions : array_like, optional
-            Positions of the tokens (default: both sides of 4096, 8192 and 32768).
+    Parameters
+    ----------
+    fn_scores : callable
+        ``fn_scores(layer_index, q, k, positions) -> scores`` with ``q`` and ``k`` of shape
+        ``(seq, head_dim)`` (before RoPE) and ``scores`` ``(seq, seq)``: the logits the layer
+        feeds to the softmax, RoPE, query temperature and softmax scale included.
+    schedule : RopeSchedule
+        From :func:`refimpl.rope_schedule` (a config or path is read with it).
+    head_dim : int, optional
+        Width of q and k (default: the first RoPE layer's ``dim``; needed when no layer has
+        RoPE).
+    positions : array_like, optional
+        Positions of the tokens (default: both sides of 4096, 8192 and 32768).
 
-        Returns
-        -------
-        AttentionScaleReport
+    Returns
+    -------
+    AttentionScaleReport
 
-        Notes
-        -----
-        The reference logits of a layer are
-        :math:`s_{ij} = 	au(p_i)\,\langle R_{p_i} q_i, R_{p_j} k_j
-    angle\, c / \sqrt{d}` with
-        :math:`	au` the layer's :class:`refimpl.QueryScaling` (1 without one), :math:`c` its
-        ``softmax_scale`` (MLA's :math:`\mathrm{mscale}^2`) and :math:`R` the layer's RoPE (the
-        identity for NoPE layers).
+    Notes
+    -----
+    The reference logits of a layer are
+    :math:`s_{ij} = \tau(p_i)\,\langle R_{p_i} q_i, R_{p_j} k_j \rangle\, c / \sqrt{d}`
+    with :math:`\tau` the layer's :class:`refimpl.QueryScaling` (1 without one), :math:`c` its
+    ``softmax_scale`` (MLA's :math:`\mathrm{mscale}^2`) and :math:`R` the layer's RoPE (the
+    identity for NoPE layers).
 
-        Examples
-        --------
-        >>> import numpy as np, refimpl
-        >>> sched = refimpl.rope_schedule({"model_type": "llama", "hidden_size": 64,
-        ...                                "num_attention_heads": 4, "num_hidden_layers": 2})
-        >>> def scores(i, q, k, p):
-        ...     spec = sched[i].spec
-        ...     return spec.apply(q, p) @ spec.apply(k, p).T / np.sqrt(spec.dim)
-        >>> check_attention_scale(scores, sched).ok
-        True
+    Examples
+    --------
+    >>> import numpy as np, refimpl
+    >>> sched = refimpl.rope_schedule({"model_type": "llama", "hidden_size": 64,
+    ...                                "num_attention_heads": 4, "num_hidden_layers": 2})
+    >>> def scores(i, q, k, p):
+    ...     spec = sched[i].spec
+    ...     return spec.apply(q, p) @ spec.apply(k, p).T / np.sqrt(spec.dim)
+    >>> check_attention_scale(scores, sched).ok
+    True
     """
     if not callable(fn_scores):
         raise TypeError("fn_scores must be callable as fn_scores(layer, q, k, positions)")
