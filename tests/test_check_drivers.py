@@ -203,6 +203,15 @@ LONGROPE = {
 }  # fmt: skip  (hand-made, Phi-3-like factors)
 
 
+def test_a_fixed_dynamic_length_outside_the_candidates_is_solved():
+    """The served length need not be a call's or the config's: it is read back from the
+    slowest pair's frequency (dynamic NTK's base grows with the length)."""
+    fixed = _by_length(DYNAMIC, lambda n, s: 12345)
+    rep = check_rope(fixed, config=DYNAMIC, calls=CALLS)
+    assert not rep.ok and rep.used == [12345] * 3, str(rep)
+    assert "policy='vllm', max_model_len=12345" in str(rep)
+
+
 def test_vllm_policy_longrope_long_factors_for_every_call():
     """vllm-project/vllm#27431: with max_model_len beyond the original context vLLM rotates
     every sequence, short ones included, with the long factors."""

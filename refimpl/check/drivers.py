@@ -403,6 +403,8 @@ def check_calls(
         errors.append(err)
         fits = [c for c in [judged, *candidates]
                 if _max_error(R, _spec_matrices(spec_for(c), probe)) <= allowed]  # fmt: skip
+        if not fits and base_spec.rope_type == "dynamic":
+            fits = _solve_dynamic_length(R, probe, spec_for, allowed)
         match = fits[0] if fits else None
         used.append(match)
         if err <= allowed:
@@ -415,6 +417,38 @@ def check_calls(
         what = policy if length is None else f"{policy}, {_POLICY_LENGTH[policy]}={length}"
         findings.append(_note(f"every call matches the frequencies of its length ({what})."))
     return CallReport(ok, findings, lengths, used, errors)
+
+
+def _slowest_angle(R, probe, spec) -> float | None:
+    """The slowest pair's frequency measured from the maps ``R`` (at the largest probed
+    position where its angle is below pi), in the spec's layout; None for layouts whose
+    pairs move (an output permutation)."""
+    from ..rotary import pair_indices
+
+    if getattr(spec, "output_order", "same") != "same":
+        return None
+    i1, i2 = pair_indices(spec.rotary_dim, spec.pairing)
+    a, b = int(i1[-1]) + spec.rotary_offset, int(i2[-1]) + spec.rotary_offset
+    ok = probe * float(spec.inv_freq[-1]) < np.pi / 2
+    if not np.any(ok & (probe > 0)):
+        return None
+    k = int(np.flatnonzero(ok & (probe > 0))[-1])
+    return float(np.arctan2(R[k, b, a], R[k, a, a]) / probe[k])
+
+
+def _solve_dynamic_length(R, probe, spec_for, allowed) -> list[int]:
+    """The length whose dynamic-NTK frequencies the maps use, by bisection on the slowest
+    pair's frequency (non-increasing in the length); ``[]`` when no length matches."""
+    lo, hi = 1, MAX_POSITION
+    theta = _slowest_angle(R, probe, spec_for(lo))
+    if theta is None or spec_for(hi).inv_freq[-1] > theta:
+        return []
+    while hi - lo > 1:  # invariant: inv_freq(lo) > theta >= inv_freq(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if spec_for(mid).inv_freq[-1] > theta else (lo, mid)
+    return [
+        n for n in (hi, lo, hi + 1) if _max_error(R, _spec_matrices(spec_for(n), probe)) <= allowed
+    ][:1]
 
 
 def _call_words(k, n, judged, match, script, original, policy, seen) -> str:
