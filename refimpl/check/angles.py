@@ -132,7 +132,12 @@ def _read_angles(pos, R, frame, passthrough):
         full[rotating] = trend
         trend = full
         mag = mag / np.exp(np.outer(pos - pos[k0], trend))
-        scale = float(np.median(mag[:, rotating]))
+        # Each pair's own factor where the trend starts: xPos centred on c (x-transformers,
+        # flash-attention: zeta_i ** ((m - c) / scale_base)) gives every pair a different
+        # factor at position 0, which belongs to the same xPos finding, not to the precision.
+        own = np.median(mag, axis=0)  # (h,)
+        scale = float(np.median(own[rotating]))
+        mag = mag / np.where(own > 0, own, 1.0) * scale
     delta, phase = _offset_and_phase(theta, phi[k0])
     effective = _position_map(pos, _wrap(phi - phi[k0]), theta)
     ang = _Angles(blocks, phi, mag, trend, scale, direction, theta, delta, struct_err)

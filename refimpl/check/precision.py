@@ -122,8 +122,8 @@ def _explains(phi, base_model, alt_model, where) -> bool:
     ``base_model`` leaves at the entries ``where`` (angles small enough not to wrap)."""
     if not np.any(where):
         return False
-    e0 = _wrap(phi - base_model)[where]
-    e1 = _wrap(phi - alt_model)[where]
+    e0 = _wrap((phi - base_model)[where])
+    e1 = _wrap((phi - alt_model)[where])  # a float16 rounding beyond 65504 is inf: not compared
     return float(np.sum(e1 * e1)) <= _EXPLAINED * float(np.sum(e0 * e0)) and np.any(e0 != 0)
 
 
