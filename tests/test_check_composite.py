@@ -171,8 +171,9 @@ def test_a_constant_phase_per_pair():
 
 
 def test_attention_factor_that_should_cancel():
-    """turboderp-org/exllamav3#259 and kekzl/imp#880: with mscale == mscale_all_dim the YaRN
-    factors cancel to 1 (Kimi-K2, DeepSeek-V3); applying 0.1 ln(s) + 1 to cos/sin is wrong."""
+    """kekzl/imp#880: with mscale == mscale_all_dim transformers' factor on cos/sin is their
+    ratio, 1 (Kimi-K2, DeepSeek-V3), and the engine applied 0.1 mscale ln(s) + 1 there; the
+    two values were also disputed across exllamav3 releases (turboderp-org/exllamav3#259)."""
     spec = refimpl.rope_from_config(CONFIGS / "kimi-k2-instruct-0905.excerpt.json")
     assert spec.attention_scaling == 1.0
     default = 0.1 * np.log(spec.params["factor"]) + 1.0
@@ -195,6 +196,20 @@ def test_attention_factor_and_engine_default_both_applied():
     )
     rep = check_rope(fn, dim=D, expected=spec)
     assert not rep.ok and "both applied" in _text(rep), str(rep)
+
+
+def test_stated_attention_factor_ignored():
+    """ml-explore/mlx-lm#1507 (closed unmerged): mlx-lm's YarnRoPE computes its own
+    0.1 ln(s) + 1 and ignores a config's explicit attention_factor."""
+    cfg = {"model_type": "llama", "hidden_size": 128, "num_attention_heads": 2, "head_dim": D,
+           "rope_theta": 10000.0, "max_position_embeddings": 524288,
+           "rope_scaling": {"rope_type": "yarn", "factor": 128.0, "attention_factor": 1.2,
+                            "original_max_position_embeddings": 4096}}  # fmt: skip
+    spec = refimpl.rope_from_config(cfg)
+    own = 0.1 * np.log(128.0) + 1.0
+    fn = lambda x, p: refimpl.apply_rope(x, p, inv_freq=spec.inv_freq, attention_scaling=own)  # noqa: E731
+    rep = check_rope(fn, dim=D, expected=spec)
+    assert not rep.ok and "attention_factor (or its mscale ratio) is ignored" in _text(rep)
 
 
 # --- per-stage precision ----------------------------------------------------------------------

@@ -196,6 +196,12 @@ def attention_composite(scale: float, ref: float, factor) -> str | None:
             "attention factor and the engine's own 0.1 ln(s) + 1 are both applied. The "
             "config's attention_factor is the final factor; apply it alone"
         )
+    if default is not None and not _close(ref, default) and _close(scale, default):
+        return (
+            f"fn multiplies cos/sin by YaRN's default 0.1 ln(s) + 1 = {default:.6g} for factor "
+            f"{float(factor):g} where the configuration states {ref:.6g}: the config's "
+            "attention_factor (or its mscale ratio) is ignored. Use the stated factor"
+        )
     if not _close(ref, 1.0) and _close(scale, 1.0 / ref):
         return (
             f"fn divides by the attention scaling {ref:.6g} instead of multiplying (measured "

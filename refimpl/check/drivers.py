@@ -405,7 +405,7 @@ def check_calls(
                 if _max_error(R, _spec_matrices(spec_for(c), probe)) <= allowed]  # fmt: skip
         if not fits and base_spec.rope_type == "dynamic":
             fits = _solve_dynamic_length(R, probe, spec_for, allowed)
-        match = fits[0] if fits else None
+        match = (judged if judged in fits else max(fits)) if fits else None  # the longest fits
         used.append(match)
         if err <= allowed:
             continue
