@@ -502,7 +502,8 @@ def _dca_relation(qpos: np.ndarray, kpos: np.ndarray, c: int) -> np.ndarray:
 def _dca_length_factor(rec: DualChunkAttention, length: int) -> float:
     if rec.original_max_position is None:
         return 1.0
-    s = max(1.0, _DCA_LOG_SLOPE * np.log(length / rec.original_max_position) + 1.0)
+    ratio = length / rec.original_max_position
+    s = max(1.0, _DCA_LOG_SLOPE * np.log(ratio) + 1.0)  # [eq:remap-dca-scores]
     return float(s * s)
 
 

@@ -42,7 +42,7 @@ def constant_ratio(theta: np.ndarray, ref: np.ndarray, params: dict) -> str | No
     live = (ref > 0) & (theta > 0)
     if np.sum(live) < 2 or np.any((ref > 0) != (theta > 0)):
         return None
-    ratio = theta[live] / ref[live]
+    ratio = theta[live] / ref[live]  # [eq:check-composite]: k theta_i, or theta_i / s^2
     k = float(np.exp(np.mean(np.log(ratio))))
     if np.max(np.abs(ratio / k - 1.0)) > _RATIO_SPREAD or abs(k - 1.0) < _RATIO_SPREAD:
         return None

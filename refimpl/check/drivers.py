@@ -242,11 +242,11 @@ def _policy_lengths(seq_lens: list[int], policy: str, original: int | None, leng
     """The length each call's frequencies are computed for, under ``policy`` (``length``: the
     fixed-length policies' ``max_model_len`` or initial ``table_length``)."""
     if policy == "vllm":
-        return [length] * len(seq_lens)
+        return [length] * len(seq_lens)  # [eq:check-call-policy]
     if policy == "table_length":
         out, rows = [], length
         for n in seq_lens:
-            rows = max(rows, n)
+            rows = max(rows, n)  # [eq:check-call-policy]
             out.append(rows)
         return out
     if policy == "per_call" or original is None:
@@ -254,7 +254,7 @@ def _policy_lengths(seq_lens: list[int], policy: str, original: int | None, leng
     out, cached = [], original
     for n in seq_lens:
         if n > cached:
-            cached = n
+            cached = n  # [eq:check-call-policy]
         elif n < original and cached > original:
             cached = original
         out.append(cached)

@@ -186,7 +186,7 @@ def _angle_stages(pos, ang: _Angles, ref_theta, exact, phase, e_mag, f_fmt):
     base_model = _exact_angles(pos, ang, theta, phase)
     for fmt in _HALF_FORMATS:
         rounded = _round_to(pos, fmt)
-        changed = (rounded != pos)[:, None] & unwrapped
+        changed = ((rounded != pos) & np.isfinite(rounded))[:, None] & unwrapped  # fp16 ends
         alt = _exact_angles(rounded, ang, theta, phase)
         if _explains(ang.phi, base_model, alt, changed):
             model_pos = rounded
