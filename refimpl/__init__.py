@@ -43,10 +43,15 @@ from .bias import (
     t5_relative_position_bucket,
 )
 from .check import (
+    DualChunkReport,
     Finding,
+    PrecisionStage,
     RopeReport,
+    check_attention_scale,
+    check_dual_chunk_attention,
     check_rope,
     check_rope_arrays,
+    check_rope_operator,
 )
 from .config import (
     LayerRope,
@@ -118,13 +123,17 @@ from .numerics import (
 )
 from .pipelines import PRECISIONS, Precision
 from .polar import apply_pope, pope_inv_freq
-from .positions import context_parallel_indices, varlen_positions
+from .positions import context_parallel_indices, packing_from_position_ids, varlen_positions
 from .remap import (
     DualChunkAttention,
+    DualChunkScores,
+    dual_chunk_attention_scores,
+    dual_chunk_query_tables,
     dual_chunk_relative_positions,
     relative_rope_scores,
     rerope_relative_positions,
     rerotate_keys,
+    rerotate_keys_mrope,
     self_extend_cache_positions,
     self_extend_relative_positions,
 )
@@ -168,12 +177,15 @@ __all__ = [
     "PRECISIONS",
     "ROPE_SCALINGS",
     "DualChunkAttention",
+    "DualChunkReport",
+    "DualChunkScores",
     "EngineReport",
     "ExactFrequencies",
     "Finding",
     "FrequencyFit",
     "LayerRope",
     "Precision",
+    "PrecisionStage",
     "QueryScaling",
     "RopeReport",
     "RopeSchedule",
@@ -199,8 +211,11 @@ __all__ = [
     "attention_scores",
     "axial_2d_angles",
     "causal_mask",
+    "check_attention_scale",
+    "check_dual_chunk_attention",
     "check_rope",
     "check_rope_arrays",
+    "check_rope_operator",
     "compare_gguf",
     "context_parallel_indices",
     "cope_logits",
@@ -211,6 +226,8 @@ __all__ = [
     "cos_sin_float64_naive",
     "cos_sin_recurrence",
     "cos_sin_transformers_float32",
+    "dual_chunk_attention_scores",
+    "dual_chunk_query_tables",
     "dual_chunk_relative_positions",
     "engine_differences",
     "error_bound",
@@ -236,6 +253,7 @@ __all__ = [
     "mrope_cos_sin",
     "normalized_encoding",
     "oracle_cos_sin",
+    "packing_from_position_ids",
     "pair_coefficients",
     "pair_indices",
     "pairing_permutation",
@@ -250,6 +268,7 @@ __all__ = [
     "relative_rope_scores",
     "rerope_relative_positions",
     "rerotate_keys",
+    "rerotate_keys_mrope",
     "rope_from_config",
     "rope_from_gguf",
     "rope_schedule",

@@ -35,7 +35,7 @@ from ._checks import (
     check_positive_int,
 )
 
-__all__ = ["context_parallel_indices", "varlen_positions"]
+__all__ = ["context_parallel_indices", "packing_from_position_ids", "varlen_positions"]
 
 
 def _array(a, name: str) -> np.ndarray:
@@ -199,6 +199,74 @@ def _check_sum_exact(p: np.ndarray, off: np.ndarray) -> None:
         low = math.floor(p.min()) + int(off.min())  # Python integers: exact
         high = math.ceil(p.max()) + int(off.max())
         check_exact_range(low, high, "offsets: positions (position + offset)")
+
+
+_EMULATIONS = (None, "transformers")
+
+
+def packing_from_position_ids(position_ids, *, emulate: str | None = None) -> np.ndarray:
+    r"""Document boundaries of a packed batch, derived from its position ids.
+
+    Parameters
+    ----------
+    position_ids : array_like of int, shape (B, S) or (3, B, S)
+        Position ids of the tokens, row ``b`` holding batch row ``b``; ``(3, B, S)`` are
+        M-RoPE ids (temporal, height, width), whose temporal row decides the documents.
+    emulate : {None, "transformers"}, optional
+        ``None``: the correct boundaries. ``"transformers"``: what transformers' FlashAttention
+        path derives (``prepare_fa_kwargs_from_position_ids`` in
+        ``modeling_flash_attention_utils.py``): every id flattened with ``reshape(-1)`` and a
+        document started wherever the id equals the smallest id -- for M-RoPE ids that reads
+        the three rows as one batch three times as long.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_docs + 1,)
+        ``cu_seqlens`` over the ``B * S`` tokens in row-major order (``3 B S`` for
+        ``emulate="transformers"`` on M-RoPE ids, as transformers builds it).
+
+    Notes
+    -----
+    A document starts at the first token of every batch row and wherever the ids do not
+    continue the previous token's: for ``(B, S)`` ids where :math:`p_t \ne p_{t-1} + 1`;
+    for M-RoPE where the temporal id falls (:math:`t_i < t_{i-1}`) or a token at
+    :math:`(0, 0, 0)` follows one that is not (image patches share a temporal id, so a
+    repeated one is no boundary). Compare the result with an engine's ``cu_seqlens`` to find
+    documents that attend to each other.
+
+    Examples
+    --------
+    >>> packing_from_position_ids([[0, 1, 2, 0, 1]])
+    array([0, 3, 5])
+    >>> ids = np.array([[[0, 1, 1, 1, 0, 1]], [[0, 1, 1, 2, 0, 1]], [[0, 1, 2, 1, 0, 1]]])
+    >>> packing_from_position_ids(ids)
+    array([0, 4, 6])
+    >>> packing_from_position_ids(ids, emulate="transformers")
+    array([ 0,  4,  6, 10, 12, 16, 18])
+    """
+    if emulate not in _EMULATIONS:
+        raise ValueError(f"emulate must be one of {_EMULATIONS}, got {emulate!r}")
+    ids = _integers(position_ids, "position_ids", ndim=(2, 3))
+    if ids.ndim == 3 and ids.shape[0] != 3:
+        raise ValueError(
+            f"position_ids of 3 dimensions must be M-RoPE ids (3, B, S), got shape {ids.shape}"
+        )
+    if ids.size == 0:
+        raise ValueError(f"position_ids must hold at least one token, got shape {ids.shape}")
+    if emulate == "transformers":
+        flat = ids.reshape(-1)
+        starts = np.flatnonzero(flat == flat.min())
+        return np.concatenate([starts, [flat.size]]).astype(np.int64)
+    rows = ids[0] if ids.ndim == 3 else ids  # (B, S): the temporal row decides for M-RoPE
+    start = np.zeros(rows.shape, dtype=bool)
+    start[:, 0] = True
+    if ids.ndim == 2:
+        start[:, 1:] = rows[:, 1:] != rows[:, :-1] + 1
+    else:
+        origin = np.all(ids == 0, axis=0)  # (B, S): a token at (0, 0, 0)
+        start[:, 1:] = (rows[:, 1:] < rows[:, :-1]) | (origin[:, 1:] & ~origin[:, :-1])
+    starts = np.flatnonzero(start.reshape(-1))
+    return np.concatenate([starts, [rows.size]]).astype(np.int64)
 
 
 def plan(xa, out, positions, *, offsets, cu_seqlens, cp_rank, cp_size, rows_by_default):

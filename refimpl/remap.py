@@ -23,19 +23,37 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, check_count, check_positive, check_positive_int
+from ._checks import (
+    as_float_array,
+    as_positions,
+    check_count,
+    check_int,
+    check_positive,
+    check_positive_int,
+    check_real,
+)
 from .bias import _query_key_positions
-from .rotary import _resolve_inv_freq, apply_rope, pair_indices
+from .multiaxis import MROPE_LAYOUTS, _mrope_section, mrope_axis_of_pair
+from .rotary import _resolve_inv_freq, apply_rope, apply_rope_tables, pair_indices
 
 __all__ = [
+    "DCA_INTER",
+    "DCA_INTRA",
+    "DCA_MASKED",
+    "DCA_SUCCESSIVE",
     "DualChunkAttention",
+    "DualChunkScores",
+    "dual_chunk_attention_scores",
+    "dual_chunk_query_tables",
     "dual_chunk_relative_positions",
     "relative_rope_scores",
     "rerope_relative_positions",
     "rerotate_keys",
+    "rerotate_keys_mrope",
     "self_extend_cache_positions",
     "self_extend_relative_positions",
 ]
@@ -276,6 +294,219 @@ def dual_chunk_relative_positions(
     return rel.astype(np.float64)
 
 
+#: Codes of :attr:`DualChunkScores.relation`: the key is in the query's chunk, in the chunk
+#: just before it, in an earlier chunk, or after the query (masked).
+DCA_INTRA, DCA_SUCCESSIVE, DCA_INTER, DCA_MASKED = 0, 1, 2, -1
+
+# vLLM's length scaling of Dual Chunk Attention: s = 0.1 ln(L / L_orig) + 1, at least 1
+# (DualChunkFlashAttentionMetadata's scaling_factor), applied to the keys and to the softmax
+# scale, so the logits carry s**2.
+_DCA_LOG_SLOPE = 0.1
+
+
+class DualChunkScores(NamedTuple):
+    r"""What :func:`dual_chunk_attention_scores` returns.
+
+    Attributes
+    ----------
+    scores : numpy.ndarray, shape (q_len, k_len)
+        The logits ``q . k`` of the three query rotations against the one key rotation, each
+        entry from the table its chunk relation selects, times ``length_factor``; ``-inf``
+        where the key comes after the query (the causal mask). No softmax scale
+        (``1/sqrt(d)``) is applied.
+    relation : numpy.ndarray of int8, shape (q_len, k_len)
+        :data:`DCA_INTRA` (0), :data:`DCA_SUCCESSIVE` (1), :data:`DCA_INTER` (2) or
+        :data:`DCA_MASKED` (-1) per query and key: the chunk-relation mask.
+    relative : numpy.ndarray, shape (q_len, k_len)
+        The relative position each entry is rotated by, key minus query (as
+        :func:`dual_chunk_relative_positions`; ``j - i`` where masked).
+    query_positions : numpy.ndarray, shape (3, q_len)
+        The positions of the intra, successive and inter query tables of every query.
+    key_positions : numpy.ndarray, shape (k_len,)
+        The position every key is rotated at, ``p mod (chunk_size - local_size)``.
+    length_factor : float
+        :math:`s^2` with :math:`s = \max(1, 0.1 \ln(L / L_\text{orig}) + 1)` when the record
+        has ``original_max_position``, else 1.
+    """
+
+    scores: np.ndarray
+    relation: np.ndarray
+    relative: np.ndarray
+    query_positions: np.ndarray
+    key_positions: np.ndarray
+    length_factor: float
+
+
+def _dca_record(dca) -> DualChunkAttention:
+    if isinstance(dca, DualChunkAttention):
+        return dca
+    if isinstance(dca, Mapping):
+        return DualChunkAttention.from_config(dca)
+    raise TypeError(
+        "dca must be a DualChunkAttention record or a dual_chunk_attention_config mapping, "
+        f"got {type(dca).__name__}"
+    )
+
+
+def dual_chunk_query_tables(query_positions, dca) -> np.ndarray:
+    r"""The three query positions of Dual Chunk Attention for queries at ``query_positions``.
+
+    Parameters
+    ----------
+    query_positions : array_like of int, shape (q_len,)
+    dca : DualChunkAttention or mapping
+
+    Returns
+    -------
+    numpy.ndarray, shape (3, q_len), float64
+        Rows: intra :math:`p \bmod c`; successive :math:`\min(p \bmod c + c,\ \text{size})`;
+        inter :math:`\min(2c - 1,\ \text{size})` (vLLM's ``qc`` table at row ``c - 1``), with
+        :math:`c` = ``chunk_size - local_size`` and size = ``chunk_size``.
+
+    Examples
+    --------
+    >>> dual_chunk_query_tables([0, 5, 9], {"chunk_size": 6, "local_size": 2}).tolist()
+    [[0.0, 1.0, 1.0], [4.0, 5.0, 5.0], [6.0, 6.0, 6.0]]
+    """
+    rec = _dca_record(dca)
+    p = _dca_positions(query_positions, "query_positions")
+    c, size = rec.chunk_len, rec.chunk_size
+    intra = p % c  # [eq:remap-dca]
+    successive = np.minimum(p % c + c, size)  # [eq:remap-dca]
+    inter = np.full_like(p, min(2 * c - 1, size))  # [eq:remap-dca]
+    return np.stack([intra, successive, inter]).astype(np.float64)
+
+
+def _dca_positions(positions, name: str) -> np.ndarray:
+    p = as_positions(positions, name)
+    if np.any(p < 0) or np.any(p != np.round(p)):
+        raise ValueError(f"{name} must be non-negative integers (token positions)")
+    return p.astype(np.int64)
+
+
+def dual_chunk_attention_scores(
+    q,
+    k,
+    positions,
+    dca,
+    inv_freq=None,
+    *,
+    base: float = 10000.0,
+    pairing: str = "half",
+    seq_len: int | None = None,
+) -> DualChunkScores:
+    r"""The attention logits of Dual Chunk Attention, as vLLM's dual-chunk backend forms them.
+
+    Parameters
+    ----------
+    q : array_like, shape (q_len, dim)
+        Queries before RoPE: the last ``q_len`` of the tokens (``q_len <= k_len``; a
+        prefill continuing a cache has fewer queries than keys).
+    k : array_like, shape (k_len, dim)
+        Keys before RoPE.
+    positions : array_like of int, shape (k_len,)
+        Position of every key (non-negative integers, ``0 .. k_len - 1`` for one sequence);
+        the queries sit at the last ``q_len`` of them.
+    dca : DualChunkAttention or mapping
+        The model's settings (``dual_chunk_attention_config``).
+    inv_freq : array_like, shape (dim/2,), optional
+        Frequencies; default :math:`b^{-2i/d}` with ``base``.
+    base : float, default 10000.0
+    pairing : {"half", "interleaved"}, default "half"
+    seq_len : int, optional
+        The sequence length :math:`L` of the length scaling (default ``max(positions) + 1``).
+
+    Returns
+    -------
+    DualChunkScores
+        The logits, the chunk-relation mask, the relative positions, the query tables, the
+        key positions and the length factor.
+
+    Notes
+    -----
+    Book equations ``eq:remap-dca`` and ``eq:remap-dca-scores``. With
+    :math:`c` = ``chunk_size - local_size``, every key is rotated at :math:`j \bmod c` and
+    every query three times (:func:`dual_chunk_query_tables`); a key in the query's chunk
+    (:math:`\lfloor i/c \rfloor = \lfloor j/c \rfloor`, causal) is scored against the intra
+    query, a key in the chunk before against the successive one, any earlier key against
+    the inter one:
+
+    .. math:: s_{ij} = \sigma^2\, (R_{m_{ij}} q_i)^\top (R_{j \bmod c}\, k_j) ,
+
+    :math:`\sigma = \max(1,\ 0.1 \ln(L/L_\text{orig}) + 1)` when ``original_max_position``
+    is set (else 1). The successive query is exact for the first ``local_size`` queries of a
+    chunk (the local window: :math:`p \bmod c + c \le` ``chunk_size``) and clamped at
+    ``chunk_size`` after them, so no relative position exceeds ``chunk_size``.
+
+    This is the arithmetic of vLLM's ``DualChunkRotaryEmbedding`` (file
+    ``vllm/model_executor/layers/rotary_embedding/dual_chunk_rope.py``,
+    ``_compute_cos_sin_cache`` and ``forward_native``: the ``q``, ``qc`` and
+    ``qc[chunk_len - 1]`` tables, keys from ``k`` at ``p mod chunk_len``) and of its
+    backend's ``DualChunkFlashAttentionImpl._dual_chunk_flash_attn_prefill_func`` (file
+    ``vllm/attention/backends/dual_chunk_flash_attn.py``: intra causal over
+    ``[prev_chunk_end_pos, end)``, successive over the chunk before, inter over all earlier
+    keys, the key and the softmax scale both multiplied by ``scaling_factor``). The backend
+    merges the three softmax passes by their log-sum-exp, which equals one softmax over these
+    logits. Its sparse attention (``sparse_attention_config``, above
+    ``sparse_attention_threshold`` tokens) then keeps a data-dependent subset of the entries;
+    which subset is not computed here.
+
+    Examples
+    --------
+    >>> q = k = np.tile([1.0, 0.0], (5, 1))
+    >>> out = dual_chunk_attention_scores(q, k, np.arange(5), {"chunk_size": 3, "local_size": 1})
+    >>> out.relation[4].tolist()  # key chunks 0, 0, 1, 1, 2 seen from the query at 4 (chunk 2)
+    [2, 2, 1, 1, 0]
+    >>> out.relative[4].tolist()  # inside the local window: the chunk before at exact distances
+    [-3.0, -2.0, -2.0, -1.0, 0.0]
+    """
+    rec = _dca_record(dca)
+    qa = as_float_array(q, "q", ndim=2).astype(np.float64)
+    ka = as_float_array(k, "k", ndim=2).astype(np.float64)
+    if qa.shape[1] != ka.shape[1]:
+        raise ValueError(f"q and k must have the same width, got {qa.shape} and {ka.shape}")
+    pos = _dca_positions(positions, "positions")
+    if pos.shape[0] != ka.shape[0]:
+        raise ValueError(f"positions must have one entry per key ({ka.shape[0]}), got {pos.size}")
+    if qa.shape[0] > ka.shape[0]:
+        raise ValueError(f"q_len ({qa.shape[0]}) must be at most k_len ({ka.shape[0]})")
+    theta = _resolve_inv_freq(inv_freq, ka.shape[1] if inv_freq is None else None, base)
+    if 2 * theta.shape[0] != ka.shape[1]:
+        raise ValueError(f"inv_freq must have dim/2 = {ka.shape[1] // 2} entries")
+    length = int(pos.max()) + 1 if seq_len is None else check_int(seq_len, "seq_len", minimum=1)
+    c = rec.chunk_len
+    qpos = pos[pos.shape[0] - qa.shape[0] :]
+    tables = dual_chunk_query_tables(qpos, rec)  # (3, q_len)
+    key_pos = (pos % c).astype(np.float64)
+    relation = _dca_relation(qpos, pos, c)
+    k_rot = apply_rope(ka, key_pos, inv_freq=theta, pairing=pairing)
+    logits = np.stack(
+        [apply_rope(qa, t, inv_freq=theta, pairing=pairing) @ k_rot.T for t in tables]
+    )
+    pick = np.maximum(relation, 0)  # masked entries read the intra table, then -inf
+    qi = np.arange(qa.shape[0])[:, None]
+    factor = _dca_length_factor(rec, length)
+    scores = factor * np.take_along_axis(logits, pick[None], axis=0)[0]  # [eq:remap-dca-scores]
+    scores[relation == DCA_MASKED] = -np.inf
+    relative = key_pos[None, :] - tables[pick, qi]
+    relative = np.where(relation == DCA_MASKED, pos[None, :] - qpos[:, None], relative)
+    return DualChunkScores(scores, relation, relative, tables, key_pos, factor)
+
+
+def _dca_relation(qpos: np.ndarray, kpos: np.ndarray, c: int) -> np.ndarray:
+    gap = qpos[:, None] // c - kpos[None, :] // c  # chunks between query and key
+    rel = np.where(gap == 0, DCA_INTRA, np.where(gap == 1, DCA_SUCCESSIVE, DCA_INTER))
+    return np.where(kpos[None, :] > qpos[:, None], DCA_MASKED, rel).astype(np.int8)
+
+
+def _dca_length_factor(rec: DualChunkAttention, length: int) -> float:
+    if rec.original_max_position is None:
+        return 1.0
+    ratio = length / rec.original_max_position
+    s = max(1.0, _DCA_LOG_SLOPE * np.log(ratio) + 1.0)  # [eq:remap-dca-scores]
+    return float(s * s)
+
+
 def self_extend_cache_positions(
     n_tokens: int, *, group: int, window: int, batch: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -459,3 +690,110 @@ def rerotate_keys(
     elif dl.shape != (seq,):
         raise ValueError(f"delta must be a number or have shape (seq,) = ({seq},), got {dl.shape}")
     return apply_rope(ka, dl, base=base, inv_freq=inv_freq, pairing=pairing)  # [eq:remap-kshift]
+
+
+# Position rows a layout reads beyond its sections (blocked: one per section; imrope: t, h, w
+# and the fourth row e; the other layouts: t, h, w).
+_MROPE_ROWS = {"imrope": 4}
+
+
+def rerotate_keys_mrope(
+    k,
+    delta,
+    inv_freq=None,
+    *,
+    mrope_section,
+    layout: str = "blocked",
+    base: float = 10000.0,
+    pairing: str = "half",
+) -> np.ndarray:
+    r"""Move cached M-RoPE keys by a shift of every position axis: each pair by its axis' shift.
+
+    Parameters
+    ----------
+    k : array_like, shape (..., seq, dim)
+        Keys already rotated by multimodal RoPE at their position ids.
+    delta : float or array_like of shape (A,) or (A, seq)
+        Shift of each position row (``A`` rows: ``t, h, w`` or the layout's four), the same
+        for every key or one per key. A number shifts every row of a three-row layout; the
+        four-row layouts (``"imrope"``, a 4-section ``"blocked"``) need the shift of each row
+        spelled out, since their fourth row is not a position of the sequence (llama.cpp keeps
+        IMROPE's ``e`` row at 0 for text and image tokens, so a text shift is
+        ``(d, d, d, 0)``).
+    inv_freq : array_like, shape (dim/2,), optional
+        Frequencies of the whole head; default :math:`b^{-2i/d}` with ``base``.
+    mrope_section : sequence of int
+        Pairs per axis, summing to ``dim/2``, in the layout's order (see
+        :func:`refimpl.multiaxis.mrope_axis_of_pair`): llama.cpp's ``rope.dimension_sections``
+        ``[t, h, w, e]`` for ``"blocked"`` (ggml's MROPE) and ``"imrope"`` (ggml's IMROPE).
+    layout : {"blocked", "interleaved", "alternating", "imrope"}, default "blocked"
+        Which axis drives each pair (:func:`refimpl.multiaxis.mrope_axis_of_pair`).
+    base : float, default 10000.0
+    pairing : {"half", "interleaved"}, default "half"
+        ggml's MROPE and IMROPE rotate NEOX pairs ``(i, i + dim/2)``: ``"half"``.
+
+    Returns
+    -------
+    numpy.ndarray, same shape and floating dtype as ``k``
+        :math:`R(\Delta_{a(j)})` applied to pair :math:`j`, with :math:`a(j)` the pair's axis:
+        keys rotated at position ids :math:`p` become keys rotated at :math:`p + \Delta`
+        (the multimodal rotation is a product of commuting per-pair rotations, so a shift
+        composes per axis exactly as :func:`rerotate_keys` does for one axis).
+
+    Notes
+    -----
+    Book equation ``eq:remap-kshift-mrope``. llama.cpp refuses its K-shift for MROPE and IMROPE
+    models (``n_pos_per_embd() > 1``); this is the rotation such a shift must apply, tested
+    against ``mrope_cos_sin`` at the shifted ids and against ggml's ``ggml_rope_multi``.
+
+    Examples
+    --------
+    >>> from refimpl import inv_freq, mrope_cos_sin
+    >>> f, sec = inv_freq(8), [2, 1, 1]
+    >>> ids = np.array([[3], [5], [7]])
+    >>> k0 = np.ones((1, 8))
+    >>> k = apply_rope_tables(k0, *mrope_cos_sin(ids, f, sec))
+    >>> moved = rerotate_keys_mrope(k, [2, 2, 2], f, mrope_section=sec)
+    >>> bool(np.allclose(moved, apply_rope_tables(k0, *mrope_cos_sin(ids + 2, f, sec))))
+    True
+    """
+    ka = as_float_array(k, "k", min_ndim=2)
+    seq, d = ka.shape[-2], ka.shape[-1]
+    if layout not in MROPE_LAYOUTS:
+        raise ValueError(f"layout must be one of {MROPE_LAYOUTS}, got {layout!r}")
+    sec = _mrope_section(mrope_section, layout)
+    axis = mrope_axis_of_pair(sec, layout)  # (d/2,) row of each pair
+    n_rows = len(sec) if layout == "blocked" else _MROPE_ROWS.get(layout, 3)
+    theta = _resolve_inv_freq(inv_freq, d if inv_freq is None else None, base)
+    if 2 * theta.shape[0] != d or sum(sec) != theta.shape[0]:
+        raise ValueError(
+            f"mrope_section must sum to dim/2 = {d // 2} pairs and inv_freq have as many "
+            f"entries, got sum {sum(sec)} and {theta.shape[0]}"
+        )
+    shift = _mrope_shift(delta, n_rows, seq)  # (A, seq)
+    ang = shift[axis, :].T * theta  # (seq, d/2)  [eq:remap-kshift-mrope]
+    return apply_rope_tables(ka, np.cos(ang), np.sin(ang), pairing=pairing)
+
+
+def _mrope_shift(delta, n_rows: int, seq: int) -> np.ndarray:
+    """``delta`` as one shift per position row and key, ``(n_rows, seq)`` float64."""
+    if np.ndim(delta) == 0:
+        dl = np.float64(check_real(delta, "delta"))
+    else:
+        dl = as_float_array(delta, "delta", min_ndim=1).astype(np.float64)
+    if dl.ndim == 0:
+        if n_rows != 3:
+            raise ValueError(
+                f"delta must give the shift of each of the {n_rows} position rows (shape "
+                f"({n_rows},) or ({n_rows}, seq)): the fourth row is not the sequence position "
+                "(llama.cpp's IMROPE keeps e = 0 for text and image tokens)"
+            )
+        return np.full((n_rows, seq), float(dl))
+    if dl.shape == (n_rows,):
+        return np.repeat(dl[:, None], seq, axis=1)
+    if dl.shape == (n_rows, seq):
+        return dl
+    raise ValueError(
+        f"delta must be a number, shape ({n_rows},) or ({n_rows}, seq) = ({n_rows}, {seq}), "
+        f"got {dl.shape}"
+    )

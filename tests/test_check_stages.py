@@ -449,7 +449,7 @@ def test_families_are_read_through_records(monkeypatch):
                                 truncate=False)  # fmt: skip
     record = _Record()
     registry = {"record_yarn": record}
-    monkeypatch.setattr("refimpl.check._family_methods", lambda: list(registry.items()))
+    monkeypatch.setattr("refimpl.check.fit._family_methods", lambda: list(registry.items()))
     rep = check_rope(with_freqs(res.inv_freq, res.attention_scaling), dim=64)
     assert rep.ok and rep.scaling == "record_yarn", str(rep)
     assert rep.scaling_params["truncate"] is False and rep.scaling_params["factor"] == 32.0

@@ -201,3 +201,131 @@ def test_torch_in_the_working_directory_cannot_shadow_the_peer(impl_dir):
     out = run(["tensor_rope:f", "--dim", "16"], impl_dir)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.startswith("RoPE check: PASS") and not marker.exists()
+
+
+# --- the other modes: operator, call sequence, attention scale, dual chunk ---------------------
+
+MODES = textwrap.dedent(
+    """
+    import numpy as np
+    import refimpl
+
+    def _half(x, c, s):
+        h = x.shape[-1] // 2
+        return np.concatenate([x[:, :h] * c - x[:, h:] * s, x[:, h:] * c + x[:, :h] * s], 1)
+
+    def half_op(x, cos, sin):
+        return _half(x, cos, sin)
+
+    def flipped_op(x, cos, sin):
+        return _half(x, cos, -sin)
+
+    def gather_op(x, cos, sin, position_ids):
+        return _half(x, cos[position_ids], sin[position_ids])
+
+    def _by_length(length_of):
+        seen = []
+
+        def fn(x, positions, seq_len):
+            seen.append(seq_len)
+            spec = refimpl.rope_from_config("dynamic.json", seq_len=length_of(seq_len, seen))
+            return refimpl.apply_rope(x, positions, inv_freq=spec.inv_freq)
+
+        return fn
+
+    dynamic_hf = _by_length(lambda n, seen: max(max(seen), 512))
+    dynamic_fixed = _by_length(lambda n, seen: 4096)
+
+    SCHED = refimpl.rope_schedule("llama4.json")
+
+    def _scores(temperature):
+        def fn(i, q, k, p):
+            layer = SCHED[i]
+            if layer.spec is not None:
+                q, k = layer.spec.apply(q, p), layer.spec.apply(k, p)
+            qs = layer.query_scaling
+            if qs is not None and temperature:
+                q = q * qs(p)[:, None]
+            soft = qs.softmax_scale if qs is not None else 1.0
+            return q @ k.T * soft / np.sqrt(q.shape[-1])
+
+        return fn
+
+    scores_ok, scores_no_temperature = _scores(True), _scores(False)
+
+    def _dca(chunk_size, local_size):
+        rec = refimpl.DualChunkAttention(chunk_size=chunk_size, local_size=local_size)
+        return lambda q, k, p: refimpl.dual_chunk_attention_scores(q, k, p, rec).scores
+
+    dca_ok, dca_wrong_local = _dca(24, 8), _dca(24, 4)
+    """
+)
+
+
+@pytest.fixture
+def modes_dir(tmp_path):
+    import json
+
+    (tmp_path / "my_modes.py").write_text(MODES)
+    (tmp_path / "dynamic.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 32, "num_attention_heads": 2, "head_dim": 16,
+        "max_position_embeddings": 512, "rope_theta": 10000.0,
+        "rope_scaling": {"rope_type": "dynamic", "factor": 4.0},
+    }))  # fmt: skip
+    (tmp_path / "llama4.json").write_text(json.dumps({
+        "model_type": "llama4_text", "head_dim": 16, "num_hidden_layers": 4,
+        "hidden_size": 64, "num_attention_heads": 4,
+    }))  # fmt: skip
+    (tmp_path / "dca.json").write_text(json.dumps({
+        "dual_chunk_attention_config": {"chunk_size": 24, "local_size": 8},
+    }))  # fmt: skip
+    return tmp_path
+
+
+def test_operator_mode(modes_dir):
+    ok = run(["my_modes:half_op", "--operator", "--dim", "16", "--pairing", "half"], modes_dir)
+    assert ok.returncode == 0 and ok.stdout.startswith("RoPE check: PASS"), ok.stdout + ok.stderr
+    bad = run(["my_modes:flipped_op", "--operator", "--dim", "16"], modes_dir)
+    assert bad.returncode == 1 and "wrong way" in bad.stdout
+    gather = ["my_modes:gather_op", "--operator", "--position-ids", "--dim", "16"]
+    assert run(gather, modes_dir).returncode == 0
+
+
+def test_calls_mode_and_policies(modes_dir):
+    calls = ["--config", "dynamic.json", "--calls", "100,0:2000,1500"]
+    ok = run(["my_modes:dynamic_hf", *calls], modes_dir)
+    assert ok.returncode == 0 and "every call matches" in ok.stdout, ok.stdout + ok.stderr
+    bad = run(["my_modes:dynamic_fixed", *calls], modes_dir)
+    assert bad.returncode == 1 and "policy='vllm', max_model_len=4096" in bad.stdout
+    vllm = ["--policy", "vllm", "--max-model-len", "4096"]
+    assert run(["my_modes:dynamic_fixed", *calls, *vllm], modes_dir).returncode == 0
+
+
+def test_attention_scale_mode(modes_dir):
+    args = ["--attention-scale", "--config", "llama4.json", "--positions", "0,1,5,8191,9000"]
+    ok = run(["my_modes:scores_ok", *args], modes_dir)
+    assert ok.returncode == 0 and "PASS" in ok.stdout, ok.stdout + ok.stderr
+    bad = run(["my_modes:scores_no_temperature", *args], modes_dir)
+    assert bad.returncode == 1 and "query temperature" in bad.stdout
+
+
+def test_dual_chunk_mode(modes_dir):
+    ok = run(["my_modes:dca_ok", "--dual-chunk", "--config", "dca.json", "--dim", "16"], modes_dir)
+    assert ok.returncode == 0 and "PASS" in ok.stdout, ok.stdout + ok.stderr
+    args = ["--dual-chunk", "--chunk-size", "24", "--local-size", "8", "--dim", "16"]
+    bad = run(["my_modes:dca_wrong_local", *args], modes_dir)
+    assert bad.returncode == 1 and "local window is local_size = 4" in bad.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["my_modes:half_op", "--dim", "16", "--tables", "full"], "--tables is used only with"),
+        (["my_modes:half_op", "--operator"], "--operator needs --dim"),
+        (["my_modes:dynamic_hf", "--calls", "100"], "--calls needs --config"),
+        (["my_modes:dynamic_hf", "--config", "dynamic.json", "--calls", "10:5"], "START < STOP"),
+        (["my_modes:dca_ok", "--dual-chunk", "--config", "dynamic.json"], "no dual_chunk_"),
+    ],
+)
+def test_mode_usage_errors_are_one_line_exit_two(modes_dir, args, words):
+    _one_line_exit_two(run(args, modes_dir), words)

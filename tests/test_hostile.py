@@ -182,6 +182,31 @@ def _entry(fn, kwargs, kinds, runs=True, **aliases):
 _ARR_POS = np.repeat(np.arange(5.0), 8)
 _ARR_X = np.tile(np.eye(8), (5, 1))
 
+
+def _HALF_OP(x, cos, sin):
+    """A correct operator on half-width tables (check_rope_operator's valid call)."""
+    h = x.shape[-1] // 2
+    return np.concatenate([x[:, :h] * cos - x[:, h:] * sin, x[:, h:] * cos + x[:, :h] * sin], 1)
+
+
+_SCHEDULE = refimpl.rope_schedule(
+    {"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 1}
+)
+
+
+_DCA = refimpl.DualChunkAttention(chunk_size=6, local_size=2)
+
+
+def _DCA_SCORES(q, k, p):
+    """Dual Chunk Attention logits (check_dual_chunk_attention's valid call)."""
+    return refimpl.dual_chunk_attention_scores(q, k, p, _DCA).scores
+
+
+def _SCORES(i, q, k, p):
+    spec = _SCHEDULE[i].spec
+    return spec.apply(q, p) @ spec.apply(k, p).T / np.sqrt(spec.dim)
+
+
 CALLS: dict[str, Call] = {
     # absolute (floor 2)
     "integer_encoding": _entry(
@@ -600,6 +625,31 @@ CALLS.update(
                 "tolerance": "positive",
             },
         ),
+        "check_rope_operator": _entry(
+            refimpl.check_rope_operator,
+            dict(op=_HALF_OP, dim=8),
+            {
+                "op": "callable",
+                "dim": "dim",
+                "base": "base",
+                "pairing": "choice",
+                "tables": "choice",
+                "positions": "positions",
+                "tolerance": "positive",
+                "attention_scaling": "positive",
+                "position_ids": "flag",
+            },
+        ),
+        "check_attention_scale": _entry(
+            refimpl.check_attention_scale,
+            dict(fn_scores=_SCORES, schedule=_SCHEDULE),
+            {"fn_scores": "callable", "positions": "positions"},
+        ),
+        "packing_from_position_ids": _entry(
+            refimpl.packing_from_position_ids,
+            dict(position_ids=[[0, 1, 0, 1]]),
+            {"emulate": "choice"},
+        ),
         "check_rope": _entry(
             refimpl.check_rope,
             dict(fn=refimpl.apply_rope, dim=8),
@@ -698,6 +748,54 @@ CALLS.update(
             refimpl.rerotate_keys,
             dict(k=X, delta=3),
             {"k": "array", "base": "base", "pairing": "choice", "inv_freq": "inv_freq"},
+        ),
+        "rerotate_keys_mrope": _entry(
+            refimpl.rerotate_keys_mrope,
+            dict(k=np.ones((2, 8)), delta=3, mrope_section=[2, 1, 1]),
+            {
+                "k": "array",
+                "base": "base",
+                "pairing": "choice",
+                "layout": "choice",
+                "inv_freq": "inv_freq",
+                "delta": "real",
+            },
+        ),
+        "dual_chunk_attention_scores": _entry(
+            refimpl.dual_chunk_attention_scores,
+            dict(q=X, k=X, positions=[0, 1], dca=_DCA),
+            {
+                "q": "array",
+                "k": "array",
+                "positions": "positions",
+                "dca": "dca",
+                "base": "base",
+                "pairing": "choice",
+                "inv_freq": "inv_freq",
+                "seq_len": "pos_int",
+            },
+            dca=("dca", "dual_chunk_attention_config", "chunk_size"),
+        ),
+        "dual_chunk_query_tables": _entry(
+            refimpl.dual_chunk_query_tables,
+            dict(query_positions=[0, 5], dca=_DCA),
+            {"query_positions": "positions", "dca": "dca"},
+            dca=("dca", "dual_chunk_attention_config", "chunk_size"),
+        ),
+        "check_dual_chunk_attention": _entry(
+            refimpl.check_dual_chunk_attention,
+            dict(fn_scores=_DCA_SCORES, dca=_DCA, dim=8),
+            {
+                "fn_scores": "callable",
+                "dca": "dca",
+                "dim": "dim",
+                "base": "base",
+                "pairing": "choice",
+                "seq_len": "pos_int",
+                "softmax_scale": "positive",
+                "tolerance": "positive",
+            },
+            dca=("dca", "dual_chunk_attention_config", "chunk_size"),
         ),
         # functional biases
         "fire_bias": _entry(
@@ -884,6 +982,9 @@ COVERAGE_TYPES = {
     "RopeSchedule": "CALLS['rope_schedule'] (the result type)",
     "ScalingMethod": "test_scaling_methods_refuse_hostile_parameters_by_name (the records)",
     "DualChunkAttention": "test_dual_chunk_attention_refuses_hostile_settings",
+    "PrecisionStage": "CALLS['check_rope'] (the report's precision_stages)",
+    "DualChunkScores": "CALLS['dual_chunk_attention_scores'] (the result type)",
+    "DualChunkReport": "CALLS['check_dual_chunk_attention'] (the result type)",
 }
 HOSTILE["path"] = [None, 3, 1.5, ["x.npz"], "", "."]
 # file names that exist as no GGUF file (wrong types are still open in gguf.py)
@@ -891,6 +992,7 @@ HOSTILE["file"] = ["", ".", "no-such-file.gguf", "/"]
 HOSTILE["config"] = [5, "no-such-file.json", [1, 2], {"model_type": 5}, {"rope_theta": "x"}]
 HOSTILE["spec"] = [5, None, "llama", {"inv_freq": [1.0]}, [refimpl.RopeSpec]]
 HOSTILE["callable"] = [5, "apply_rope", None, [refimpl.apply_rope]]
+HOSTILE["dca"] = [5, None, "dca", [6, 2], {"chunk_size": 6}, {"chunk_size": 2, "local_size": 2}]
 
 
 def _default(call: Call, arg: str):

@@ -235,3 +235,98 @@ def test_dual_chunk_attention_record_reads_a_config():
         refimpl.DualChunkAttention(chunk_size=4, local_size=4)
     with pytest.raises(TypeError, match="dual_chunk_attention_config"):
         refimpl.DualChunkAttention.from_config([1, 2])
+
+
+# --- M-RoPE K-shift ----------------------------------------------------------------------------
+
+# (layout, sections): Qwen2-VL's blocked [16, 24, 24] scaled down, ggml's MROPE with its empty
+# fourth section, Qwen3-VL's interleaved and ggml's IMROPE (with and without a fourth row),
+# Ernie 4.5 VL's alternating.
+MROPE_CASES = [
+    ("blocked", [4, 6, 6]),
+    ("blocked", [4, 6, 6, 0]),
+    ("interleaved", [6, 5, 5]),
+    ("imrope", [6, 5, 5]),
+    ("imrope", [5, 4, 4, 3]),
+    ("alternating", [5, 5, 6]),
+]
+
+
+def _rows(layout, sec):
+    return 4 if layout == "imrope" or len(sec) == 4 else 3
+
+
+@given(
+    st.sampled_from(MROPE_CASES),
+    st.sampled_from(["half", "interleaved"]),
+    st.integers(0, 2**31 - 1),
+)
+def test_mrope_shift_then_rotate_equals_rotate_at_shifted_ids(case, pairing, seed):
+    from refimpl.multiaxis import mrope_cos_sin
+    from refimpl.remap import rerotate_keys_mrope
+    from refimpl.rotary import apply_rope_tables
+
+    layout, sec = case
+    rng = np.random.default_rng(seed)
+    n, d = 7, 2 * sum(sec)
+    f = inv_freq(d, 1e6)
+    ids = rng.integers(0, 50000, (_rows(layout, sec), n))
+    delta = rng.integers(-5000, 5000, ids.shape)
+    k0 = rng.standard_normal((2, n, d))
+
+    def rotated(p):
+        return apply_rope_tables(k0, *mrope_cos_sin(p, f, sec, layout=layout), pairing=pairing)
+
+    moved = rerotate_keys_mrope(
+        rotated(ids), delta, f, mrope_section=sec, layout=layout, pairing=pairing
+    )
+    np.testing.assert_allclose(moved, rotated(ids + delta), rtol=0, atol=1e-8)
+    # two shifts compose into their sum, and a shift back returns the keys
+    twice = rerotate_keys_mrope(moved, delta, f, mrope_section=sec, layout=layout, pairing=pairing)
+    np.testing.assert_allclose(twice, rotated(ids + 2 * delta), rtol=0, atol=1e-8)
+    back = rerotate_keys_mrope(moved, -delta, f, mrope_section=sec, layout=layout, pairing=pairing)
+    np.testing.assert_allclose(back, rotated(ids), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize(("layout", "sec"), [c for c in MROPE_CASES if _rows(*c) == 3])
+def test_mrope_text_shift_is_the_one_axis_shift(layout, sec):
+    """A text token has equal ids on every row: its shift is rerotate_keys' shift."""
+    from refimpl.remap import rerotate_keys_mrope
+
+    d = 2 * sum(sec)
+    k = np.random.default_rng(3).standard_normal((5, d))
+    got = rerotate_keys_mrope(k, 37.0, mrope_section=sec, layout=layout, base=1e6)
+    np.testing.assert_allclose(got, rerotate_keys(k, 37.0, base=1e6), rtol=0, atol=1e-12)
+
+
+def test_mrope_shift_layout_matters():
+    """IMROPE and blocked MROPE send the same pairs to different axes: shifting h alone by
+    the wrong layout's rule moves other pairs."""
+    from refimpl.remap import rerotate_keys_mrope
+
+    sec, d = [6, 5, 5, 0], 32
+    k = np.random.default_rng(4).standard_normal((3, d))
+    shift_h = [0, 100, 0, 0]
+    a = rerotate_keys_mrope(k, shift_h, mrope_section=sec, layout="imrope")
+    b = rerotate_keys_mrope(k, shift_h, mrope_section=sec, layout="blocked")
+    assert np.abs(a - b).max() > 0.1
+    float32 = rerotate_keys_mrope(k.astype(np.float32), shift_h, mrope_section=sec)
+    assert float32.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(delta=5.0, mrope_section=[6, 5, 5, 0], layout="imrope"), "each of the 4 position"),
+        (dict(delta=[1.0, 2.0], mrope_section=[6, 5, 5]), r"delta must be a number, shape \(3,\)"),
+        (dict(delta=1.0, mrope_section=[6, 5, 4]), "must sum to dim/2 = 16"),
+        (dict(delta=1.0, mrope_section=[6, 5, 5], layout="zigzag"), "layout must be one of"),
+        (dict(delta=np.nan, mrope_section=[6, 5, 5]), "delta"),
+        (dict(delta=1.0, mrope_section=[6, 5]), "mrope_section must be 3 or 4"),
+    ],
+)
+def test_mrope_shift_bad_arguments_are_named(kwargs, match):
+    from refimpl.remap import rerotate_keys_mrope
+
+    with pytest.raises((ValueError, TypeError), match=match):
+        rerotate_keys_mrope(np.ones((3, 32)), **kwargs)

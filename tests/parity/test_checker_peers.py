@@ -542,6 +542,35 @@ def test_x_transformers_partial_interleaved():
     _both(fn, _truth(d, 1e4, _default(r, 1e4), pairing="interleaved", rotary_dim=r))
 
 
+@pytest.mark.parametrize("side", ["q", "k"])
+def test_x_transformers_xpos_is_named_xpos_and_not_a_precision_class(side):
+    """x-transformers' xPos (``use_xpos=True``) scales q by zeta ** ((m - c) / scale_base) and
+    k by its inverse, c = (max position + 1) // 2 of the call: the pairs' factors at position
+    0 differ and change with position. The checker names xPos; the float32 arithmetic is
+    class float32, never a bfloat16 finding."""
+    xt = pytest.importorskip(
+        "x_transformers.x_transformers", reason="x-transformers not installed (see docstring)"
+    )
+    d, r = 64, 32
+    rotary = xt.RotaryEmbedding(r, use_xpos=True, scale_base=512)
+
+    def fn(x, positions):
+        x = torch.as_tensor(np.asarray(x), dtype=torch.float32)[None, None]
+        freqs, scale = rotary(torch.as_tensor(np.asarray(positions), dtype=torch.int64))
+        scale = scale if side == "q" else scale**-1
+        return xt.apply_rotary_pos_emb(x, freqs, scale)[0, 0].double().numpy()
+
+    for rep in (
+        check_rope(fn, dim=d),
+        check_rope(fn, dim=d, base=1e4, pairing="interleaved", rotary_dim=r),
+    ):
+        text = " ".join(rep.findings)
+        assert not rep.ok and "xPos-like scaling" in text, str(rep)
+        assert rep.pairing == "interleaved" and rep.base == 1e4 and rep.rotary_dim == r
+        assert rep.precision == "float32", str(rep)
+        assert "bfloat16" not in text and "errors suggest" not in text, str(rep)
+
+
 # --- MLX and mlx-lm (CPU) --------------------------------------------------------------------
 
 
