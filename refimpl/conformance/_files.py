@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import pathlib
 import tempfile
@@ -232,9 +233,10 @@ def safetensors_members(path) -> dict[str, Member]:
 _NPY_DTYPES = {"<f8": "F64", "<f4": "F32", "<f2": "F16", "<i8": "I64", "<i4": "I32"}
 
 
-def npz_members(path) -> dict[str, Member]:
-    """The members an ``.npz`` file declares: each ``.npy`` header read (at most 64 KiB),
-    the data not; a member whose stored size does not match its header is refused."""
+def npz_members(path, names=None) -> dict[str, Member]:
+    """Members an ``.npz`` file declares (its zip directory), with the ``.npy`` header of each
+    member in ``names`` (all when None) read (at most 64 KiB) and its stored size checked
+    against that header; other members are listed, never opened."""
     p = pathlib.Path(path)
     out = {}
     try:
@@ -243,12 +245,12 @@ def npz_members(path) -> dict[str, Member]:
                 if not info.filename.endswith(".npy"):
                     continue
                 name = info.filename[:-4]
+                if names is not None and name not in names:
+                    out[name] = Member("", ())
+                    continue
                 with z.open(info) as fp:
                     dtype, shape, header = _npy_header(p, name, fp)
-                count = 1
-                for v in shape:
-                    count *= v
-                size = count * np.dtype(dtype).itemsize
+                size = math.prod(shape) * np.dtype(dtype).itemsize
                 if info.file_size != header + size:
                     raise SuiteFileError(
                         f"{p}: member {name!r} stores {info.file_size} bytes, its header "
@@ -287,7 +289,7 @@ def read_npz(path, names=None) -> dict[str, np.ndarray]:
     """Read members of an ``.npz`` file (all when ``names`` is None), each checked against its
     header and size before its data is read (no pickles)."""
     p = pathlib.Path(path)
-    members = npz_members(p)
+    members = npz_members(p, None if names is None else set(names))
     wanted = list(members) if names is None else list(names)
     out = {}
     with zipfile.ZipFile(p) as z:
@@ -305,10 +307,11 @@ def read_npz(path, names=None) -> dict[str, np.ndarray]:
     return out
 
 
-def file_members(path) -> dict[str, Member]:
-    """Declared members of a ``.safetensors`` or ``.npz`` file."""
+def file_members(path, names=None) -> dict[str, Member]:
+    """Declared members of a ``.safetensors`` or ``.npz`` file (an ``.npz`` member outside
+    ``names`` is listed with an empty dtype, unopened)."""
     p = pathlib.Path(path)
-    return npz_members(p) if p.suffix == ".npz" else safetensors_members(p)
+    return npz_members(p, names) if p.suffix == ".npz" else safetensors_members(p)
 
 
 def read_arrays(path, names=None) -> dict[str, np.ndarray]:

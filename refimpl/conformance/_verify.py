@@ -213,7 +213,7 @@ def read_results(path: pathlib.Path, entry: Mapping) -> tuple[dict, str | None]:
     """The case's outputs from a results file: every output's declared dtype and shape checked
     before its data is read, other members never read. ``(arrays, None)`` or ``({}, why)``."""
     try:
-        members = file_members(path)
+        members = file_members(path, set(entry["outputs"]))
     except SuiteFileError as exc:
         return {}, str(exc)
     for out, spec in entry["outputs"].items():
