@@ -245,9 +245,13 @@ def test_frequencies_computed_mode_hands_over_no_inv_freq(tmp_path):
     [
         ("llama", "sign", "probe (q_out): checker: the rotation goes the wrong way"),
         ("llama", "varlen-no-restart", "varlen: the results match positions not restarted"),
-        ("llama", "gqa-heads", "prefill: the results match query heads 2..3 left unrotated"),
+        ("llama", "gqa-heads", ": the results match query heads 2..3 left unrotated"),
         ("llama", "strides-ignored", "strided: the results match strides ignored"),
-        ("llama", "wrap-16", "long: the results match positions held in 16 bits"),
+        (
+            "llama",
+            "wrap-16",
+            "long, positions-int32, probe: the results match positions held in 16 bits",
+        ),
         ("llama", "decode-offsets-ignored", "decode: the results match offsets ignored"),
         ("llama", "qkv-v-rotated", "the v heads of the packed qkv rotated too"),
         ("qwen2vl", "mrope-swapped", "mrope: the results match the M-RoPE sections swapped"),
@@ -354,6 +358,17 @@ def test_length_dependent_methods_get_cases_on_both_sides_of_the_switch(tmp_path
     above = read_safetensors(tmp_path / "s" / "inputs" / "above-switch-prefill.safetensors")
     assert not np.array_equal(below[0]["inv_freq"], above[0]["inv_freq"])
     assert _run(tmp_path / "s", tmp_path / "r").ok
+
+
+def test_the_other_side_of_a_length_switch_is_named(tmp_path):
+    write_suite(LONGROPE, tmp_path / "s")
+    report = _run(tmp_path / "s", tmp_path / "r", mistake="always-long-factors")
+    failing = {c.name for c in report.cases if not c.ok}
+    assert failing and all(n.startswith("below-switch-") for n in failing)
+    assert any(
+        "the results match the frequencies of the above side of the length switch" in d
+        for d in report.diagnosis
+    ), "\n".join(report.diagnosis)
 
 
 def test_every_distinct_layer_spec_gets_its_cases():

@@ -62,6 +62,7 @@ MISTAKES = {
     "mrope-1d": "M-RoPE collapsed to 1-D (t row only)",
     "cache-row-index": "cos_sin_cache rows taken by token index",
     "not-written": "an in-place kernel that never writes back",
+    "always-long-factors": "LongRoPE's long factors at every length (mlx-lm's choice)",
 }
 
 
@@ -184,6 +185,8 @@ def _frequencies(meta, arrays, mistake) -> tuple[np.ndarray, float]:
         inv = inv * b ** (-2.0 / r)
     elif mistake == "unscaled":
         inv = plain
+    elif mistake == "always-long-factors" and meta["rope_type"] == "longrope":
+        inv = plain / np.asarray(json.loads(meta["scaling"])["long_factor"])
     return inv, b
 
 
@@ -281,7 +284,10 @@ def _heads(x, meta) -> np.ndarray:
 def _case(arrays, meta, recipe, mistake, dtype) -> dict:
     """One case's outputs under the names of its ``outputs``."""
     scale = float(meta["attention_scaling"])
-    rot, inv, b = _rotation(meta, arrays, mistake)
+    cache_form = meta["position_form"] == "cache"  # the cache fixes the rotated width
+    rot, inv, b = _rotation(
+        meta, arrays, None if cache_form and mistake == "partial-width" else mistake
+    )
     r = int(rot["rotary_dim"])
     head_axis = 2 if meta["layout"] == "bshd" else 1
     pairs = [p.split(":") for p in meta["outputs"].split(",")]

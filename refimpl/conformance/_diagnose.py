@@ -113,7 +113,21 @@ def diagnose_cases(failed, manifest: Mapping) -> list[str]:
                 why = "its probe case passes" if probe is None else "nor does the checker"
                 lines.append(f"{name}: no known layout mistake reproduces these results ({why})")
         lines += checker
-    return lines
+    return _merge(lines)
+
+
+def _merge(lines: list[str]) -> list[str]:
+    """One line per finding: ``a: the results match X`` and ``b: the results match X`` become
+    ``a, b: the results match X`` (in the order of first appearance)."""
+    merged: dict = {}
+    for line in lines:
+        name, sep, text = line.partition(": ")
+        key = text if sep and text.startswith("the results match ") else line
+        merged.setdefault(key, []).append(name)
+    return [
+        f"{', '.join(names)}: {key}" if key.startswith("the results match ") else key
+        for key, names in merged.items()
+    ]
 
 
 def _layout_cause(lines) -> bool:
@@ -160,8 +174,10 @@ def _reproduces(logical, alt, got, inv, rope, tols, dtype: str) -> bool:
     """Whether every output equals the variant's expected rotation within the case's own
     envelope ``tols`` (the tolerance of the case's inputs and positions, so that a variant with
     huge positions does not match by a loose bound)."""
-    for lg, (x, m, rotate), tol in zip(logical, alt, tols, strict=True):
-        y = expected_rotation(x, m, inv, rope, rotate)
+    for lg, variant, tol in zip(logical, alt, tols, strict=True):
+        x, m, rotate = variant[:3]
+        v_inv, v_rope = variant[3:] if len(variant) == 5 else (inv, rope)  # other frequencies
+        y = expected_rotation(x, m, v_inv, v_rope, rotate)
         g = lg.to_heads(np.asarray(got[lg.name], dtype=np.float64))
         if x is not lg.x or rotate is not lg.rotate:  # other inputs or rows: they count too
             extra = allowed_error(x, lg.m, inv, rope, dtype, envelope_bound(dtype), rotate)
@@ -209,6 +225,14 @@ def _variants(j, logical) -> list[tuple[str, Callable]]:
         out += _mrope_variants(entry, arrays, logical)
     if form == "cache":
         out += _cache_variants(arrays, logical)
+    if j.switch is not None:  # a length-dependent method: the other side's frequencies
+        side, inv, rope = j.switch
+        text = (
+            f"the frequencies of the {side} side of the length switch (LongRoPE's other "
+            "factor set, or dynamic NTK's other base): the engine chooses them by another "
+            "length than the sequence's"
+        )
+        out.append((text, lambda: [(lg.x, lg.m, lg.rotate, inv, rope) for lg in logical]))
     return out
 
 

@@ -249,6 +249,7 @@ class _Judged:
     inputs: dict
     expected: dict
     got: dict
+    switch: tuple | None = None
 
 
 def _worst(logical, expected: Mapping, got: Mapping, outputs: Mapping):
@@ -400,7 +401,8 @@ def verify_outputs(
         if on_case is not None:
             on_case(result)
         if not result.ok:
-            failed.append(_Judged(result, entry, inputs, expected, got))
+            switch = _other_side(suite, manifest, entry) if got else None
+            failed.append(_Judged(result, entry, inputs, expected, got, switch))
     report.ok = all(c.ok for c in report.cases)
     report.pipeline = _suite_class(report.cases)
     if failed and diagnose:
@@ -408,6 +410,25 @@ def verify_outputs(
 
         report.diagnosis = diagnose_cases(failed, manifest)
     return report
+
+
+_SIDES = ("below-switch-", "above-switch-")
+
+
+def _other_side(suite: pathlib.Path, manifest: Mapping, entry: Mapping):
+    """For a case on one side of a length switch: (the other side's name, its frequencies,
+    its rope entry), from the same case on the other side; None otherwise."""
+    name = entry["name"]
+    for here, there in (_SIDES, _SIDES[::-1]):
+        if here in name:
+            other = name.replace(here, there, 1)
+            match = next((e for e in manifest["cases"] if e["name"] == other), None)
+            if match is None:
+                return None
+            path = inside(suite, match["files"][EXPECTED]["safetensors"], other)
+            inv = read_arrays(path, ["inv_freq"])["inv_freq"]
+            return there.split("-")[0], np.asarray(inv, np.float64), match["rope"]
+    return None
 
 
 def _suite_class(cases) -> str:
