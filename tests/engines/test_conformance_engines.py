@@ -32,22 +32,10 @@ PARITY = os.path.join(HERE, "..", "parity", "configs")
 # Released configs (SOURCES.md of each folder).
 LLAMA32 = os.path.join(HERE, "configs", "llama-3.2-1b-instruct.json")
 GPT_OSS = os.path.join(PARITY, "gpt-oss-20b.json")
-# Hand-made (labelled): LongRoPE on a Llama (head 64, both factor sets, original 1024) and
-# dynamic NTK (factor 2, 4096 positions), so that both sides of each switch are in the suite.
-LONGROPE = {
-    "model_type": "llama", "head_dim": 64, "hidden_size": 256, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "max_position_embeddings": 8192, "rope_theta": 10000.0,
-    "rope_scaling": {
-        "rope_type": "longrope", "original_max_position_embeddings": 1024,
-        "short_factor": [1.0 + 0.02 * i for i in range(32)],
-        "long_factor": [1.0 + 0.5 * i for i in range(32)],
-    },
-}  # fmt: skip
-DYNAMIC = {
-    "model_type": "llama", "head_dim": 64, "hidden_size": 256, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "max_position_embeddings": 4096, "rope_theta": 10000.0,
-    "rope_scaling": {"rope_type": "dynamic", "factor": 2.0},
-}  # fmt: skip
+# Hand-made (labelled in configs/SOURCES.md): LongRoPE and dynamic NTK on a Llama, so that
+# both sides of each switch are in the suite.
+LONGROPE = os.path.join(HERE, "configs", "longrope.handmade.json")
+DYNAMIC = os.path.join(HERE, "configs", "dynamic-ntk.handmade.json")
 DTYPES = ("float32", "bfloat16")
 
 
@@ -170,7 +158,7 @@ def test_mlx_fails_gpt_oss_with_truncation_named(suites, tmp_path):
 
 def test_mlx_longrope_fails_below_the_switch_with_the_long_factors_named(suites, tmp_path):
     suite = suites("longrope", LONGROPE, "float32")
-    run_engine(suite, tmp_path / "r", _mlx(LONGROPE, "float32"))
+    run_engine(suite, tmp_path / "r", _mlx(_config(LONGROPE), "float32"))
     report, _ = verify(suite, tmp_path / "r")
     failing = {c.name for c in report.cases if not c.ok}
     assert failing and all(n.startswith("below-switch-") for n in failing), str(report)
@@ -267,7 +255,7 @@ def test_vllm_forward_native_passes(suites, tmp_path, dtype, name, cfg):
 
 def test_vllm_longrope_below_the_switch_is_named(suites, tmp_path):
     suite = suites("longrope", LONGROPE, "float32")
-    run_engine(suite, tmp_path / "r", _vllm(LONGROPE, "float32", 8192))
+    run_engine(suite, tmp_path / "r", _vllm(_config(LONGROPE), "float32", 8192))
     report, _ = verify(suite, tmp_path / "r")
     failing = {c.name for c in report.cases if not c.ok}
     assert failing and all(n.startswith("below-switch-") for n in failing), str(report)
