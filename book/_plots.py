@@ -483,14 +483,16 @@ def plot_head_maps(
 # --------------------------------------------------------------------------- numerics part
 NUMERICS_COLORS = {
     "accurate": "black",
-    "float64": "tab:gray",
-    "transformers-float32": "tab:blue",
-    "float32-table-bf16": "tab:orange",
-    "float32-table-fp16": "tab:olive",
-    "bf16-angles": "tab:red",
-    "bf16-inv-freq": "tab:purple",
-    "recurrence-float32": "tab:green",
-    "recurrence-float64": "tab:cyan",
+    "float64-tables": "tab:gray",
+    "float32-angles": "tab:brown",
+    "float32-pow": "tab:blue",
+    "float32-ggml-product": "tab:pink",
+    "bfloat16-tables": "tab:orange",
+    "float16-tables": "tab:olive",
+    "bfloat16-angles": "tab:red",
+    "bfloat16-frequencies": "tab:purple",
+    "float32-recurrence": "tab:green",
+    "float64-recurrence": "tab:cyan",
 }
 
 

@@ -18,7 +18,7 @@ HELP = "how llama.cpp, vLLM and MLX-LM compute a config's RoPE, against transfor
 
 
 def _run(args) -> int:
-    reports = engine_differences(args.config, dtype=args.dtype)
+    reports = engine_differences(args.config, dtype=args.dtype, seq_len=args.seq_len)
     out = sys.stdout
     first = reports[0]
     print(f"config            {args.config}", file=out)
@@ -35,6 +35,7 @@ def _run(args) -> int:
         print(f"  max |score|       {r.max_score_error:.3g}", file=out)
         for note in r.notes:
             print(f"  note              {note}", file=out)
+        print(f"  arithmetic        {r.backend}", file=out)
         print(f"  semantics from    {r.source}", file=out)
     return 0
 
@@ -47,6 +48,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--dtype",
         choices=("float32", "bfloat16", "float16"),
         help="vLLM's model dtype (default: the config's torch_dtype, else bfloat16)",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=int,
+        help="sequence length the tables are for (default: max_position_embeddings); dynamic "
+        "NTK and LongRoPE choose their frequencies by it",
     )
     p.set_defaults(func=_run)
     return p

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._checks import as_inv_freq, as_positions
+from ._checks import as_inv_freq, as_positions, check_positive_int
 from .pipelines import (
     PRECISIONS,
+    _uses_long,
     ggml_cos_sin,
     ggml_yarn_corr_dims,
     mlx_cos_sin,
@@ -80,6 +81,9 @@ class EngineReport:
     positions : int
         Largest sampled position.
     notes : tuple of str
+    backend : str
+        Whose arithmetic the tables are: the engine's backend and its frequency recipe (a
+        class of :data:`refimpl.pipelines.PIPELINE_CLASSES`).
     """
 
     engine: str
@@ -93,6 +97,7 @@ class EngineReport:
     max_score_error: float
     positions: int
     notes: tuple = ()
+    backend: str = ""
 
 
 def _sample_positions(max_position: int) -> np.ndarray:
@@ -142,6 +147,14 @@ _SOURCES = {
     "mlx-lm": "mlx-lm 0.32.2 models/rope_utils.py (YarnRoPE, SuScaledRoPE always long) on "
     "mx.fast.rope (tested live with mlx 0.32.4)",
 }
+_BACKENDS = {
+    "llama.cpp": "ggml's CPU kernel: frequencies by a running float32 product "
+    "(float32-ggml-product)",
+    "vllm": "forward_native (torch): a float32 cache of 1 / b**(2i/d) (float32-pow), cast to "
+    "the model dtype",
+    "mlx-lm": "mx.fast.rope on the CPU: frequencies exp(-i ln(b) / (d/2)) (float32-exp-log); "
+    "its Metal and CUDA kernels form exp2(-(i / (d/2)) log2(b)) (float32-exp2-log2)",
+}
 _POLICIES = {
     "longrope": {
         "vllm": "long factors for every token when max_model_len > original",
@@ -180,6 +193,21 @@ def _llamacpp_tables(config, spec, pos, max_pos):
     return c, s, float(c[0, 0]), (rope.mode or "unknown").upper()
 
 
+def _engine_spec(config, spec, engine: str, max_pos: int):
+    """The spec an engine's length policy runs where the sequence's length selects another:
+    vLLM's and mlx-lm's LongRoPE use the long factors below the switch; vLLM's dynamic NTK
+    keeps the base of its static cache (the served length) above it."""
+    if spec.rope_type == "longrope" and engine in ("vllm", "mlx-lm") and not _uses_long(spec):
+        orig = int(spec.params["original_max_position"])
+        return _full_spec(config, max(orig + 1, max_pos))
+    if spec.rope_type == "dynamic" and engine == "vllm" and (spec.seq_len or 0) > max_pos:
+        r = spec.rotary_dim  # the static cache's base is the config's, at every position
+        plain = spec.base ** (-np.arange(0, r, 2) / r)
+        return dataclasses.replace(spec, rope_type="default", inv_freq=plain, params={},
+                                   seq_len=None)  # fmt: skip
+    return spec
+
+
 def _pipeline_tables(spec, engine: str, pos, model_dtype: str):
     """(cos, sin, attention factor) from the registry precision, or NaNs and the reason."""
     name = f"vllm-{model_dtype}" if engine == "vllm" else "mlx-float32"
@@ -192,7 +220,9 @@ def _pipeline_tables(spec, engine: str, pos, model_dtype: str):
     return c, s, factor, None
 
 
-def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport]:
+def engine_differences(
+    config, *, dtype: str | None = None, seq_len: int | None = None
+) -> list[EngineReport]:
     """How llama.cpp, vLLM and MLX-LM compute a config's RoPE, against transformers.
 
     Parameters
@@ -201,6 +231,11 @@ def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport
         A model configuration (the full-attention layers' RoPE is compared).
     dtype : {"float32", "bfloat16", "float16"}, optional
         vLLM's model dtype (default: the config's ``torch_dtype``, else bfloat16).
+    seq_len : int, optional
+        The length of the sequence the tables are for (default ``max_position_embeddings``):
+        transformers' dynamic NTK and LongRoPE choose their frequencies by it, the engines by
+        their own policy (``length_policy``; llama.cpp's allocated context is taken to be
+        ``seq_len``).
 
     Returns
     -------
@@ -224,8 +259,9 @@ def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport
     cfg, _ = load_config(config)
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     max_pos = int(text.get("max_position_embeddings") or 4096)
-    spec = _full_spec(config, max_pos)
-    pos = _sample_positions(max_pos)
+    length = max_pos if seq_len is None else check_positive_int(seq_len, "seq_len")
+    spec = _full_spec(config, length)
+    pos = _sample_positions(length)
     ref_c, ref_s = spec.cos_sin(pos)
     ref_scores = _scores(ref_c, ref_s)
     model_dtype = dtype or _model_dtype(cfg)
@@ -236,13 +272,15 @@ def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport
             engine, "frequencies do not depend on the length"
         )
         if engine == "llama.cpp":
-            c, s, factor, mode = _llamacpp_tables(config, spec, pos, max_pos)
+            c, s, factor, mode = _llamacpp_tables(config, spec, pos, length)
         else:
-            c, s, factor, refused = _pipeline_tables(spec, engine, pos, model_dtype)
+            ran = _engine_spec(config, spec, engine, max_pos)
+            c, s, factor, refused = _pipeline_tables(ran, engine, pos, model_dtype)
             notes += [refused] if refused else []
             mode = _PAIRING_NAMES[engine][spec.pairing]
         err = float(max(np.abs(c - ref_c).max(), np.abs(s - ref_s).max()))
-        score = float(np.abs(_scores(c, s) - ref_scores).max())
+        finite = bool(np.all(np.isfinite(c)) and np.all(np.isfinite(s)))  # refused: NaN
+        score = float(np.abs(_scores(c, s) - ref_scores).max()) if finite else math.nan
         ramp = bool(spec.params.get("truncate", True)) if spec.rope_type == "yarn" else None
         if ramp is not None and engine != "vllm":
             ramp = True
@@ -259,6 +297,7 @@ def engine_differences(config, *, dtype: str | None = None) -> list[EngineReport
                 score,
                 int(pos[-1]),
                 tuple(notes),
+                _BACKENDS[engine],
             )
         )
     return reports

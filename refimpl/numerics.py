@@ -10,7 +10,10 @@ that a given implementation would produce, in the dtype that implementation hold
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
+from collections.abc import Mapping
 from fractions import Fraction
 
 import numpy as np
@@ -30,12 +33,14 @@ from ._checks import (
     check_real,
     check_table_size,
 )
+from ._pipeline_classes import PIPELINE_CLASSES
 from .rotary import cos_sin
 from .scaling import transformers_float32_frequencies
 
 __all__ = [
     "FORMATS",
     "PIPELINES",
+    "RENAMED_PIPELINES",
     "cos_sin_bf16_angles",
     "cos_sin_bf16_inv_freq",
     "cos_sin_float64_naive",
@@ -59,16 +64,9 @@ FORMATS = {
     "bfloat16": (8, -126, 127),
 }
 _STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.float32}
-_U32 = 2.0**-24  # unit roundoff of float32
-_U64 = 2.0**-53  # unit roundoff of float64
-_UBF16 = 2.0**-8  # unit roundoff of bfloat16
-_UF16 = 2.0**-11  # unit roundoff of float16
-# allowance for NumPy's float32 cos/sin: 2 ulp of values below 1 (measured: below 1.1 ulp)
-_LIBM32 = 2.0**-23
 # Smallest mpmath precision (decimal digits) the oracle accepts: a float64 needs 17
 # significant digits; 20 leaves three guard digits for mpmath's own rounding of the angle.
 MIN_DPS = 20
-_CMUL = math.sqrt(2.0) + math.sqrt(5.0)  # rounding of w (sqrt 2 u) + one complex product (sqrt 5 u)
 
 
 # ----------------------------------------------------------------------------- oracle and ulps
@@ -612,32 +610,129 @@ def _accurate(positions, *, dim, base):
     return cos_sin(positions, dim=dim, base=base, method="accurate")
 
 
-#: Named pipelines: ``name -> fn(positions, *, dim, base)`` returning ``(cos, sin)``.
-#: ``"float64"`` and ``"transformers-float32"`` are also names of the precision registry
-#: :data:`refimpl.pipelines.PRECISIONS` (which takes a spec) and mean the same arithmetic
-#: for unscaled RoPE: transformers' float32 tables bit for bit, float64 within its rounding
-#: (``tests/test_pipelines.py``). The other names are error-model variants that no registry
-#: precision computes; the engines' pipelines (``ggml-float32``, ``mlx-float32``,
-#: ``vllm-*``) are registry names only, as they need a spec's scaling parameters.
-PIPELINES = {
-    "accurate": _accurate,
-    "float64": cos_sin_float64_naive,
-    "transformers-float32": cos_sin_transformers_float32,
-    "float32-table-bf16": lambda p, *, dim, base: cos_sin_transformers_float32(
-        p, dim=dim, base=base, table_dtype="bfloat16"
-    ),
-    "float32-table-fp16": lambda p, *, dim, base: cos_sin_transformers_float32(
-        p, dim=dim, base=base, table_dtype="float16"
-    ),
-    "bf16-angles": cos_sin_bf16_angles,
-    "bf16-inv-freq": cos_sin_bf16_inv_freq,
-    "recurrence-float32": lambda p, *, dim, base: cos_sin_recurrence(
-        p, dim=dim, base=base, dtype="float32"
-    ),
-    "recurrence-float64": lambda p, *, dim, base: cos_sin_recurrence(
-        p, dim=dim, base=base, dtype="float64"
-    ),
+def _recipe_frequencies(step: str, d: int, b: float) -> np.ndarray:
+    """float32 frequencies of a class's frequency step (see :class:`PipelineClass`)."""
+    f32 = np.float32
+    h = d // 2
+    if step == "float32":  # correctly rounded: the exact value rounded once
+        return (b ** (-(2.0 * np.arange(h)) / d)).astype(f32)
+    if step == "exp-log":  # MLX CPU: exp(i * -fl(fl(ln b) / h)), exp correctly rounded
+        x = np.arange(h, dtype=f32) * (f32(math.log(b)) / f32(h))
+        return np.exp(-x.astype(np.float64)).astype(f32)  # [eq:pipeline-freq-exp-log]
+    if step == "exp2-log2":  # MLX Metal/CUDA: exp2(-fl(i / h) * fl(log2 b))
+        x = (np.arange(h, dtype=f32) / f32(h)) * f32(math.log2(b))
+        return np.exp2(-x.astype(np.float64)).astype(f32)
+    inv = transformers_inv_freq_float32(d, b)  # "pow" (and the half formats after it)
+    return inv if step == "pow" else round_to(inv, step).astype(f32)
+
+
+def _ggml_product_angles(pos32: np.ndarray, d: int, b: float) -> np.ndarray:
+    """ggml's running product: theta = m, then theta *= s per pair, s = powf(b, -2/d)."""
+    f32 = np.float32
+    s = f32(float(f32(b)) ** float(f32(-2.0) / f32(d)))  # powf, correctly rounded
+    out = np.empty((pos32.shape[0], d // 2), dtype=f32)
+    theta = pos32.copy()
+    for i in range(d // 2):
+        out[:, i] = theta
+        theta = theta * s  # [eq:pipeline-freq-ggml]
+    return out
+
+
+def _recipe_cos_sin(cls, positions, *, dim: int, base: float = 10000.0):
+    """The tables of a pipeline class's recipe (frequencies, positions, angles, tables)."""
+    pos, d, b = _pipeline_args(positions, dim, base)
+    if cls.angles == "float64":  # the loosest of "float64 or better": the plain float64 table
+        return cos_sin(pos, dim=d, base=b)
+    if cls.angles == "recurrence":
+        return cos_sin_recurrence(
+            pos, dim=d, base=b, dtype="float64" if cls.frequencies == "exact" else "float32"
+        )
+    p32 = pos.astype(np.float32)
+    if cls.positions != "exact":
+        with np.errstate(over="ignore"):  # float16 positions above 65504 become infinite
+            p32 = round_to(p32, cls.positions).astype(np.float32)
+    if cls.frequencies == "ggml-product":
+        ang = _ggml_product_angles(p32, d, b)
+    else:
+        ang = p32[:, None] * _recipe_frequencies(cls.frequencies, d, b)[None, :]
+    if cls.angles != "float32":
+        with np.errstate(over="ignore"):
+            ang = round_to(ang, cls.angles).astype(np.float32)
+    with np.errstate(invalid="ignore"):  # an infinite angle has no cosine: NaN, as in float32
+        c, s = _cos_sin_float32(ang)
+    if cls.tables in FORMATS and cls.tables != "float32":
+        return round_to(c, cls.tables), round_to(s, cls.tables)  # [eq:numerics-table-cast]
+    return c, s
+
+
+#: Names of the numerics pipelines before the registry of pipeline classes, and the class
+#: each now is (``PIPELINES[old]`` still works for one minor version, with a
+#: DeprecationWarning).
+RENAMED_PIPELINES = {
+    "float64": "float64-tables",
+    "transformers-float32": "float32-pow",
+    "float32-table-bf16": "bfloat16-tables",
+    "float32-table-fp16": "float16-tables",
+    "bf16-angles": "bfloat16-angles",
+    "bf16-inv-freq": "bfloat16-frequencies",
+    "recurrence-float32": "float32-recurrence",
+    "recurrence-float64": "float64-recurrence",
 }
+
+
+def _pipeline_name(name) -> str:
+    """A current name of :data:`PIPELINES` for ``name`` (a renamed one warns)."""
+    if isinstance(name, str) and name in RENAMED_PIPELINES:
+        new = RENAMED_PIPELINES[name]
+        warnings.warn(
+            f"pipeline name {name!r} is deprecated; use {new!r} (refimpl.pipelines."
+            "PIPELINE_CLASSES)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return new
+    return check_choice(name, "name", tuple(PIPELINES))
+
+
+class _PipelineView(Mapping):
+    """``name -> fn(positions, *, dim, base)``: ``"accurate"`` (the reference the classes are
+    measured against) and the emulated recipe of every pipeline class of
+    :data:`refimpl.pipelines.PIPELINE_CLASSES` except ``"half-tables"`` (whose tables are
+    rounded to a suite's dtype, which these functions do not take; ``"bfloat16-tables"`` and
+    ``"float16-tables"`` are its recipe for one format each)."""
+
+    def _names(self) -> tuple:
+        return (
+            "accurate",
+            *(
+                n
+                for n, c in PIPELINE_CLASSES.items()
+                if c.tables != "dtype" or c.angles in ("float64", "recurrence")
+            ),
+        )
+
+    def __getitem__(self, name):
+        if name in RENAMED_PIPELINES:
+            name = _pipeline_name(name)
+        if name == "accurate":
+            return _accurate
+        if name not in self._names():
+            raise KeyError(name)
+        return functools.partial(_recipe_cos_sin, PIPELINE_CLASSES[name])
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+#: Named pipelines, a view of the pipeline classes (:data:`refimpl.pipelines.PIPELINE_CLASSES`):
+#: ``name -> fn(positions, *, dim, base)`` returning ``(cos, sin)`` of the class's recipe,
+#: plus ``"accurate"``, the reference. The float32 recipes' libm steps (cos/sin, pow, exp) are
+#: computed correctly rounded, the best case of the class; :func:`error_bound` is the class's
+#: bound, which covers the libraries' documented errors.
+PIPELINES = _PipelineView()
 
 
 def pipeline_cos_sin(name: str, positions, *, dim: int, base: float = 10000.0):
@@ -646,7 +741,7 @@ def pipeline_cos_sin(name: str, positions, *, dim: int, base: float = 10000.0):
     Parameters
     ----------
     name : str
-        A key of :data:`PIPELINES` (e.g. ``"transformers-float32"``, ``"bf16-angles"``).
+        A key of :data:`PIPELINES` (e.g. ``"float32-pow"``, ``"bfloat16-angles"``).
     positions : array_like, shape (seq,)
     dim : int
     base : float, default 10000.0
@@ -659,13 +754,12 @@ def pipeline_cos_sin(name: str, positions, *, dim: int, base: float = 10000.0):
     Examples
     --------
     >>> sorted(PIPELINES)[:3]
-    ['accurate', 'bf16-angles', 'bf16-inv-freq']
-    >>> c, s = pipeline_cos_sin("transformers-float32", [0, 1], dim=4)
+    ['accurate', 'bfloat16-angles', 'bfloat16-frequencies']
+    >>> c, s = pipeline_cos_sin("float32-pow", [0, 1], dim=4)
     >>> c.shape, c.dtype
     ((2, 2), dtype('float32'))
     """
-    check_choice(name, "name", tuple(PIPELINES))
-    return PIPELINES[name](positions, dim=dim, base=base)
+    return PIPELINES[_pipeline_name(name)](positions, dim=dim, base=base)
 
 
 # -------------------------------------------------------------------------------- error model
@@ -688,47 +782,29 @@ def error_bound(name: str, positions, *, dim: int, base: float = 10000.0) -> np.
 
     Notes
     -----
-    Book equations ``eq:numerics-bound-float32`` and ``eq:numerics-bound-recurrence``. With
-    :math:`u` the unit roundoff and :math:`a = |m|\theta_i` the angle, the float32 pipeline's
-    frequency has relative error :math:`\delta_\theta \le u(\ln b \cdot 2i/d + 3)` (exponent,
-    power and reciprocal roundings), the position :math:`\delta_m \le u` above
-    :math:`2^{24}`, the product one more :math:`u`, and float32 cos/sin add 1.5 ulp:
-    :math:`a(\delta_\theta + \delta_m + u) + 2^{-23}`. Casting the table adds half an ulp of
-    the format (:math:`2^{-9}` for bfloat16, :math:`2^{-12}` for float16); a bfloat16 angle or
-    frequency adds :math:`2^{-8} a`. The recurrence adds, per step, the rounding of :math:`w`
-    (:math:`\theta\delta_\theta + \sqrt 2 u`) and of one complex product (:math:`\sqrt 5 u`).
+    The bound of the pipeline class (:meth:`refimpl.pipelines.PipelineClass.bound`, tables
+    kept in the recipe's own format; book equations ``eq:pipeline-bound-float32`` and
+    ``eq:numerics-bound-recurrence``); ``"accurate"``: :math:`2^{-52}`. With :math:`u` the
+    unit roundoff and :math:`a = |m|\theta_i` the angle, a float32 recipe's frequency has
+    relative error :math:`\delta_\theta` (one rounding when correctly rounded; the exponent's
+    rounding times :math:`|\ln\theta_i|` plus the library's error for ``pow`` and ``exp``),
+    the position :math:`\delta_m \le u` above :math:`2^{24}`, the product one more :math:`u`,
+    and float32 cos/sin add :math:`2^{-23}`: :math:`a(\delta_\theta + \delta_m + u) + 2^{-23}`.
     ``tests/test_numerics.py`` checks that measured errors stay below these bounds and within
     a stated factor of them.
 
     Examples
     --------
-    >>> b = error_bound("transformers-float32", [0, 10**6], dim=128)
+    >>> b = error_bound("float32-pow", [0, 10**6], dim=128)
     >>> b.shape, bool(b[1, 1] > 1e-3)
     ((2, 64), True)
     """
-    check_choice(name, "name", tuple(PIPELINES))
+    name = _pipeline_name(name)
     pos, d, b = _pipeline_args(positions, dim, base)
-    i = np.arange(d // 2)
-    theta = b ** (-(2.0 * i) / d)
-    a = np.abs(pos)[:, None] * theta[None, :]  # exact angle (seq, d/2)
-    lnb = math.log(b) * (2.0 * i / d)
-    d32 = _U32 * (lnb + 3.0)  # relative error of transformers' float32 theta
-    d64 = _U64 * (lnb + 2.0)  # relative error of base**(-2i/d) in float64
-    dm = np.where(np.abs(pos) >= 2.0**24, _U32, 0.0)[:, None]  # float32 position rounding
-    f32 = a * (d32 + dm + _U32) + _LIBM32  # [eq:numerics-bound-float32]
-    m = np.abs(pos)[:, None]
-    bounds = {
-        "accurate": np.full_like(a, 2.0**-52),
-        "float64": a * (d64 + _U64) + 2.0**-52,
-        "transformers-float32": f32,
-        "float32-table-bf16": f32 + _UBF16 / 2,  # [eq:numerics-table-cast]
-        "float32-table-fp16": f32 + _UF16 / 2,
-        "bf16-angles": f32 + _UBF16 * a,
-        "bf16-inv-freq": f32 + _UBF16 * a,
-        "recurrence-float32": m * (theta * d32 + _CMUL * _U32) + _LIBM32,
-        "recurrence-float64": m * (theta * d64 + _CMUL * _U64) + 2.0**-52,
-    }
-    return np.minimum(bounds[name], 2.0)  # [eq:numerics-bound-recurrence]
+    theta = b ** (-(2.0 * np.arange(d // 2)) / d)
+    if name == "accurate":
+        return np.full((pos.shape[0], d // 2), 2.0**-52)
+    return PIPELINE_CLASSES[name].bound(pos[:, None], theta, "float64")
 
 
 # ------------------------------------------------------------------------ relative property
@@ -795,7 +871,7 @@ def relative_drift(
     >>> bool(relative_drift("accurate", [0, 1000], 5, q, k).max() < 1e-15)
     True
     """
-    check_choice(name, "name", tuple(PIPELINES))
+    name = _pipeline_name(name)
     check_choice(against, "against", ("shift", "exact"))
     check_choice(rotated_dtype, "rotated_dtype", ("float64", *FORMATS))
     qa = as_float_array(q, "q", ndim=1).astype(np.float64)

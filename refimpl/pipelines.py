@@ -1,5 +1,9 @@
 r"""Table pipelines: the cos/sin arithmetic of each precision a :class:`~refimpl.RopeSpec` can
-be evaluated in, and the one registry of their names (:data:`PRECISIONS`).
+be evaluated in, and the one registry of their names (:data:`PRECISIONS`); and the pipeline
+classes (:data:`PIPELINE_CLASSES`): the recipes by which any implementation may build its
+tables, each with its error bound, the input dtypes it is accepted for and the fix to
+suggest, which the conformance suite, the verifier and the numerics pages name
+(:func:`pipeline_class_for_stage` maps a per-stage precision reading to its class).
 
 A precision name says whose arithmetic builds the half-width ``(len(positions), n/2)`` tables:
 
@@ -34,6 +38,9 @@ M-RoPE specs are accepted: on 1-D (text) positions every axis sees the same posi
 ggml's sectioned frequencies, vLLM's ``MRotaryEmbedding`` and mlx-lm (which runs ``mrope`` as
 plain RoPE) all reduce to these tables.
 
+The pipeline classes are defined in ``refimpl._pipeline_classes`` (floor 2, so that
+:mod:`refimpl.numerics` can hold a view of them) and re-exported here.
+
 Floor 3: imports only the definitions, ``scaling`` and ``numerics``. A spec is read through
 its attributes (``rotary_dim``, ``base``, ``rope_type``, ``params``, ``inv_freq``,
 ``inv_freq_float32``, ``attention_scaling``, ``seq_len``, ``max_position``,
@@ -50,18 +57,28 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ._checks import as_positions, check_base, check_dim, check_positive, check_real
+from ._pipeline_classes import (
+    PIPELINE_CLASSES,
+    PipelineClass,
+    accepted_classes,
+    pipeline_class_for_stage,
+)
 from .multiaxis import mrope_axis_of_pair
 from .numerics import round_to, transformers_float32_forward
 from .rotary import cos_sin as _exact_cos_sin
 from .scaling import ROPE_SCALINGS
 
 __all__ = [
+    "PIPELINE_CLASSES",
     "PRECISIONS",
+    "PipelineClass",
     "Precision",
+    "accepted_classes",
     "ggml_cos_sin",
     "ggml_yarn_corr_dims",
     "llamacpp_llama3_factors",
     "mlx_cos_sin",
+    "pipeline_class_for_stage",
     "spec_ggml_arguments",
     "spec_mlx_arguments",
     "spec_vllm_arguments",

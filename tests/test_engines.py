@@ -178,6 +178,33 @@ def test_gpt_oss_truncate_false_is_kept_by_vllm_only():
     assert r["vllm"].positions == 131071
 
 
+ENGINE_CONFIGS = pathlib.Path(__file__).parent / "engines" / "configs"
+
+
+def test_length_policies_diverge_on_their_side_of_the_switch():
+    """Hand-made (labelled) LongRoPE and dynamic-NTK configs: below LongRoPE's switch vLLM and
+    mlx-lm run the long factors; beyond dynamic NTK's context llama.cpp and vLLM keep the
+    base; each side matches where the engine's policy agrees with transformers."""
+    longrope = ENGINE_CONFIGS / "longrope.handmade.json"
+    below = {r.engine: r for r in engine_differences(longrope, seq_len=1024)}
+    assert below["llama.cpp"].max_table_error < 1e-3 and below["llama.cpp"].positions == 1023
+    assert below["vllm"].max_table_error > 1 and below["mlx-lm"].max_table_error > 1
+    dynamic = ENGINE_CONFIGS / "dynamic-ntk.handmade.json"
+    above = {r.engine: r for r in engine_differences(dynamic, seq_len=16384)}
+    assert above["mlx-lm"].max_table_error < 1e-2  # recomputed per call, as transformers
+    assert above["llama.cpp"].max_table_error > 1 and above["vllm"].max_table_error > 1
+    with pytest.raises(ValueError, match="seq_len must be"):
+        engine_differences(dynamic, seq_len=0)
+
+
+def test_each_report_says_whose_arithmetic_it_is():
+    by = _by_engine(LLAMA32)
+    assert "exp(-i ln(b) / (d/2))" in by["mlx-lm"].backend
+    assert "exp2" in by["mlx-lm"].backend and "float32-exp2-log2" in by["mlx-lm"].backend
+    assert "float32-ggml-product" in by["llama.cpp"].backend
+    assert "float32-pow" in by["vllm"].backend
+
+
 def test_llama3_runs_alike_in_every_engine():
     for rep in engine_differences(LLAMA32):
         assert rep.attention_factor == rep.reference_factor == 1.0

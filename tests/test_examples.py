@@ -23,8 +23,8 @@ TORCH_EXAMPLE = ROOT / "examples" / "torch" / "rope_torch.py"
 # Released config (tests/parity/configs/SOURCES.md): openai/gpt-oss-20b (yarn, attention
 # factor 1.35, half pairing, 131072 positions).
 GPT_OSS = ROOT / "tests" / "parity" / "configs" / "gpt-oss-20b.json"
-# Hand-made (labelled): interleaved pairs and partial rotary (24 of 32 features), so that the
-# kernels' other branches run too.
+# Hand-made (labelled): partial rotary (24 of 32 features), so that the kernels' pass-through
+# branch runs too.
 INTERLEAVED = {
     "head_dim": 32,
     "hidden_size": 128,
@@ -54,6 +54,15 @@ LLAMA31 = {
 # Hand-made (labelled in tests/parity/configs/SOURCES.md): DeepSeek-V3's yarn rope fields.
 DEEPSEEK_V3 = ROOT / "tests" / "parity" / "configs" / "deepseek-v3.handmade.json"
 MODELS = {"gpt-oss-20b": GPT_OSS, "llama-3.1": LLAMA31, "deepseek-v3": DEEPSEEK_V3}
+# Hand-made (labelled): Qwen2-VL's M-RoPE at head width 16, sections [2, 3, 3].
+QWEN2VL = {
+    "model_type": "qwen2_vl",
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "rope_theta": 1000000.0,
+    "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+    "max_position_embeddings": 32768,
+}
 
 
 @pytest.fixture(scope="module", params=sorted(MODELS))
@@ -104,7 +113,8 @@ def test_cpp_example_passes_the_suite(suite, good_exe, tmp_path):
     assert report.ok, str(report)
     done = _verify_cli(suite, tmp_path / "out")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "PASS: 7 of 7 cases pass" in done.stdout
+    n = len(json.loads((suite / "manifest.json").read_text())["cases"])
+    assert f"PASS: {n} of {n} cases pass" in done.stdout
 
 
 def test_cpp_planted_bug_is_failed_and_named(suite, bug_exe, tmp_path):
@@ -112,22 +122,45 @@ def test_cpp_planted_bug_is_failed_and_named(suite, bug_exe, tmp_path):
         [str(bug_exe), str(suite), str(tmp_path / "bug")], check=True, capture_output=True
     )
     report = verify_outputs(suite, tmp_path / "bug")
-    assert not report.ok
+    assert not report.ok and all(not c.ok for c in report.cases)
     actual = json.loads((suite / "manifest.json").read_text())["cases"][0]["rope"]["pairing"]
     other = {"half": "interleaved", "interleaved": "half"}[actual]
-    named = f"the results match pairing {other!r} instead of {actual!r}"
+    named = f"checker: fn pairs features {other}"
     assert any(named in d for d in report.diagnosis), str(report)
     done = _verify_cli(suite, tmp_path / "bug")
     assert done.returncode == 1
-    assert f"diagnosis: probe: {named}" in done.stdout
+    lines = done.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("diagnosis:"))
+    assert all("FAIL" in line for line in lines[: first - 1])  # every verdict, then the cause
+    assert any(named in line for line in lines[first:])
 
 
-def test_cpp_example_on_interleaved_partial_rotary(good_exe, tmp_path):
+def test_cpp_example_on_partial_rotary(good_exe, bug_exe, tmp_path):
+    """Partial rotary with the planted bug: every case fails, none crashes the verifier."""
     write_suite(INTERLEAVED, tmp_path / "s", dtype="float16")
     subprocess.run(
         [str(good_exe), str(tmp_path / "s"), str(tmp_path / "o")], check=True, capture_output=True
     )
     assert verify_outputs(tmp_path / "s", tmp_path / "o").ok
+    subprocess.run(
+        [str(bug_exe), str(tmp_path / "s"), str(tmp_path / "b")], check=True, capture_output=True
+    )
+    bad = verify_outputs(tmp_path / "s", tmp_path / "b")
+    assert not bad.ok and len(bad.cases) == len(bad.cases) > 0
+    assert any("checker: fn pairs features interleaved" in d for d in bad.diagnosis), str(bad)
+
+
+def test_cpp_example_on_m_rope_position_ids(good_exe, bug_exe, tmp_path):
+    write_suite(QWEN2VL, tmp_path / "s", dtype="bfloat16")
+    subprocess.run(
+        [str(good_exe), str(tmp_path / "s"), str(tmp_path / "o")], check=True, capture_output=True
+    )
+    report = verify_outputs(tmp_path / "s", tmp_path / "o")
+    assert report.ok and "mrope" in [c.name for c in report.cases], str(report)
+    subprocess.run(
+        [str(bug_exe), str(tmp_path / "s"), str(tmp_path / "b")], check=True, capture_output=True
+    )
+    assert not verify_outputs(tmp_path / "s", tmp_path / "b").ok
 
 
 def _torch_example():
@@ -146,10 +179,11 @@ def test_torch_example_passes_check_rope_and_verify(tmp_path):
     assert report.ok, str(report)
     suite = tmp_path / "suite"
     write_suite(DEEPSEEK_V3, suite, dtype="bfloat16")  # interleaved pairs in, half order out
-    assert ex.write_results(suite, tmp_path / "torch") == 7
+    n = ex.write_results(suite, tmp_path / "torch")
+    assert n == len(json.loads((suite / "manifest.json").read_text())["cases"])
     result = verify_outputs(suite, tmp_path / "torch")
     assert result.ok, str(result)
-    assert {c.pipeline for c in result.cases} <= {"table-dtype", "float32-angles"}
+    assert {c.pipeline for c in result.cases} <= {"float64-tables", "float32-angles"}
 
 
 def test_torch_example_with_the_wrong_pairing_is_diagnosed(tmp_path):

@@ -203,10 +203,10 @@ def test_transformers_inv_freq_float32_recipe():
 
 def test_table_casts_hold_exact_low_precision_values():
     pos = np.arange(0, 5000, 7)
-    c, s = pipeline_cos_sin("float32-table-bf16", pos, dim=64)
+    c, s = pipeline_cos_sin("bfloat16-tables", pos, dim=64)
     np.testing.assert_array_equal(round_to(c, "bfloat16"), c)
     np.testing.assert_array_equal(round_to(s, "bfloat16"), s)
-    c16, _ = pipeline_cos_sin("float32-table-fp16", pos, dim=64)
+    c16, _ = pipeline_cos_sin("float16-tables", pos, dim=64)
     assert c16.dtype == np.float16
     c32, _ = cos_sin_transformers_float32(pos, dim=64)
     np.testing.assert_array_equal(round_to(c32, "bfloat16"), c)
@@ -241,7 +241,7 @@ def test_pipeline_errors():
     with pytest.raises(ValueError, match="name must be one of"):
         pipeline_cos_sin("float8", [1], dim=4)
     with pytest.raises(ValueError, match="dim must be even"):
-        pipeline_cos_sin("float64", [1], dim=5)
+        pipeline_cos_sin("float64-tables", [1], dim=5)
     with pytest.raises(ValueError, match="table_dtype must be one of"):
         cos_sin_transformers_float32([1], dim=4, table_dtype="int8")
 
@@ -258,8 +258,8 @@ def _measured(name, pos, dim, base):
 
 def _sample(name, base, dim):
     rng = np.random.default_rng(int(base) + dim)
-    top = 2**17 if name.startswith("recurrence") else 2**22
-    if name in ("bf16-angles", "bf16-inv-freq"):
+    top = 2**17 if name.endswith("recurrence") else 2**22
+    if name.split("-")[0] in ("bfloat16", "float16") and not name.endswith("-tables"):
         top = 3000  # keep the bound below its cap of 2 so that tightness means something
     logs = np.round(np.logspace(0, np.log10(top - 1), 120))
     return np.unique(np.concatenate([[0], logs, rng.integers(0, top, 120)])).astype(float)
@@ -285,7 +285,7 @@ def test_accurate_bound_is_one_ulp_of_the_oracle():
 def test_float32_error_reaches_the_documented_size_near_one_million():
     # the measurement: about 5e-2 absolute error near m = 1e6 for transformers float32
     pos = np.arange(10**6 - 2000, 10**6, dtype=float)
-    err = _measured("transformers-float32", pos, 128, 10000.0)
+    err = _measured("float32-pow", pos, 128, 10000.0)
     assert 1e-2 < err.max() < 0.2
 
 
@@ -307,17 +307,17 @@ def test_exact_tables_keep_the_relative_property(m, r):
 
 def test_float32_drift_grows_with_position_and_bf16_breaks_it():
     near, far = np.arange(10.0, 210.0), np.arange(1e5, 1e5 + 200)
-    f32_near = relative_drift("transformers-float32", near, 7, Q, K).max()
-    f32_far = relative_drift("transformers-float32", far, 7, Q, K).max()
+    f32_near = relative_drift("float32-pow", near, 7, Q, K).max()
+    f32_far = relative_drift("float32-pow", far, 7, Q, K).max()
     assert f32_far > 10 * f32_near and f32_far > 1e-5
-    bf16 = relative_drift("bf16-angles", np.arange(1000.0, 1200.0), 7, Q, K)
+    bf16 = relative_drift("bfloat16-angles", np.arange(1000.0, 1200.0), 7, Q, K)
     assert bf16.max() > 1e-2
 
 
 def test_bf16_inv_freq_is_shift_invariant_but_wrong():
     m = np.array([100.0, 1000.0, 5000.0])
-    shift = relative_drift("bf16-inv-freq", m, 2000, Q, K, against="shift")
-    wrong = relative_drift("bf16-inv-freq", m, 2000, Q, K, against="exact")
+    shift = relative_drift("bfloat16-frequencies", m, 2000, Q, K, against="shift")
+    wrong = relative_drift("bfloat16-frequencies", m, 2000, Q, K, against="exact")
     assert shift.max() < 1e-5 < 1e-2 < wrong.max()
 
 
@@ -328,7 +328,7 @@ def test_bf16_rotated_vectors_set_a_floor():
 
 def test_recurrence_drift():
     m = np.array([10.0, 20000.0])
-    d = relative_drift("recurrence-float32", m, 5, Q, K)
+    d = relative_drift("float32-recurrence", m, 5, Q, K)
     assert d[1] > d[0]
 
 

@@ -14,13 +14,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from refimpl import check_rope, rope_from_config
+from refimpl._pipeline_classes import HALF_FORMATS, STAGES
 from refimpl.check import PRECISIONS as CHECK_CLASSES
 from refimpl.check import TABLE_PRECISION_CLASSES
 from refimpl.config import PRECISIONS as SPEC_PRECISIONS
 from refimpl.engines import ENGINE_PRECISIONS, ggml_cos_sin, mlx_cos_sin, vllm_cos_sin
 from refimpl.gguf import GgufRope, _full_and_local, gguf_rope_metadata, llamacpp_rope_parameters
-from refimpl.numerics import PIPELINES, error_bound, round_to
-from refimpl.pipelines import PRECISIONS
+from refimpl.numerics import (
+    PIPELINES,
+    RENAMED_PIPELINES,
+    error_bound,
+    pipeline_cos_sin,
+    round_to,
+)
+from refimpl.pipelines import (
+    PIPELINE_CLASSES,
+    PRECISIONS,
+    accepted_classes,
+    pipeline_class_for_stage,
+)
 
 F = np.float32
 HERE = os.path.dirname(__file__)
@@ -69,8 +81,9 @@ def test_one_registry_of_names():
     # every registry name maps to a class the checker reports
     assert set(TABLE_PRECISION_CLASSES) == set(NAMES)
     assert set(TABLE_PRECISION_CLASSES.values()) <= set(CHECK_CLASSES)
-    # the names numerics shares with the registry
-    assert {"float64", "transformers-float32"} <= set(PIPELINES)
+    # numerics' named pipelines are a view of the pipeline classes (plus the reference)
+    views = set(PIPELINE_CLASSES) - {"half-tables"}
+    assert set(PIPELINES) == {"accurate"} | views
 
 
 @pytest.mark.parametrize("path", RELEASED, ids=os.path.basename)
@@ -181,15 +194,105 @@ def test_every_precision_through_the_spec_follows_the_exact_tables(name):
 
 
 def test_numerics_names_mean_the_same_arithmetic():
+    """transformers' float32 precision is the float32-pow class's recipe bit for bit; the
+    renamed numerics names still work, with a DeprecationWarning naming the class."""
     spec = rope_from_config({"head_dim": 64, "rope_theta": 1e4})
     pos = np.arange(0, 50000, 13)
     c, s = spec.cos_sin(pos, precision="transformers-float32")
-    c2, s2 = PIPELINES["transformers-float32"](pos, dim=64, base=1e4)
+    c2, s2 = PIPELINES["float32-pow"](pos, dim=64, base=1e4)
     np.testing.assert_array_equal(c, c2)
     np.testing.assert_array_equal(s, s2)
     c, _ = spec.cos_sin(pos)
-    c2, _ = PIPELINES["float64"](pos, dim=64, base=1e4)
-    assert np.all(np.abs(c - c2) <= 2 * error_bound("float64", pos, dim=64, base=1e4))
+    c2, _ = PIPELINES["float64-tables"](pos, dim=64, base=1e4)
+    assert np.all(np.abs(c - c2) <= error_bound("float64-tables", pos, dim=64, base=1e4))
+    for old, new in RENAMED_PIPELINES.items():
+        with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated; use '{new}'"):
+            c3, _ = pipeline_cos_sin(old, pos[:5], dim=8)
+        np.testing.assert_array_equal(c3, pipeline_cos_sin(new, pos[:5], dim=8)[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline classes.
+
+ACCEPTED = (
+    "float64-tables",
+    "float32-angles",
+    "float32-pow",
+    "float32-exp-log",
+    "float32-exp2-log2",
+    "float32-ggml-product",
+    "half-tables",
+)
+
+
+def test_the_classes_and_their_verdicts():
+    names = set(PIPELINE_CLASSES)
+    assert set(ACCEPTED) <= names
+    failing = {f"{f}-{st}" for f in HALF_FORMATS for st in STAGES}
+    assert failing <= names
+    for name, cls in PIPELINE_CLASSES.items():
+        assert cls.name == name and cls.recipe
+        assert cls.accepted == bool(cls.dtypes) == (not cls.fix or name == "half-tables")
+    every = set(ACCEPTED) - {"half-tables"} | {"float64-recurrence"}
+    assert set(accepted_classes("float32")) == every
+    assert "half-tables" in accepted_classes("bfloat16") and "half-tables" in accepted_classes(
+        "float16"
+    )
+    assert not any(n in accepted_classes("float32") for n in failing | {"half-tables"})
+    for dtype in ("float32", "bfloat16", "float16"):
+        assert not any(PIPELINE_CLASSES[n].accepted_for(dtype) for n in failing)
+
+
+@pytest.mark.parametrize("fmt", HALF_FORMATS)
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_stage_reading_maps_to_its_class(fmt, stage):
+    assert pipeline_class_for_stage(stage, fmt).name == f"{fmt}-{stage}"
+    same = pipeline_class_for_stage(stage, fmt, fmt).name
+    assert same == ("half-tables" if stage == "tables" else f"{fmt}-{stage}")
+    assert pipeline_class_for_stage(stage, "float32") is None
+
+
+def test_stage_lookup_and_bound_refuse_bad_arguments():
+    with pytest.raises(ValueError, match="stage must be one of"):
+        pipeline_class_for_stage("table", "bfloat16")
+    with pytest.raises(ValueError, match="fmt must be one of"):
+        pipeline_class_for_stage("angles", "fp8")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        pipeline_class_for_stage("angles", "bfloat16", "int8")
+    cls = PIPELINE_CLASSES["float32-angles"]
+    with pytest.raises(ValueError, match="inv_freq must be 1-D, finite and non-negative"):
+        cls.bound([[1]], [-1.0])
+    with pytest.raises(ValueError, match="positions must be finite"):
+        cls.bound([[np.nan]], [1.0])
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        cls.bound([[1]], [1.0], "int8")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        cls.accepted_for("float64")
+
+
+def test_bounds_grow_with_the_recipes_roundings():
+    """Per element: correctly rounded frequencies <= pow <= exp/log; a half-precision angle
+    adds at least its own rounding; every bound is capped at 2."""
+    m = np.array([[0], [1], [1000], [131071], [2**25]], dtype=float)
+    theta = 500000.0 ** (-np.arange(32) / 32)
+    b = {n: c.bound(m, theta) for n, c in PIPELINE_CLASSES.items()}
+    assert np.all(b["float32-angles"] <= b["float32-pow"])
+    assert np.all(b["float32-pow"] <= b["float32-exp-log"])
+    assert np.all(b["bfloat16-angles"] >= np.minimum(2.0, m * theta * 2.0**-8))
+    assert np.all(b["bfloat16-tables"] >= 2.0**-8) and np.all(b["float16-tables"] >= 2.0**-11)
+    assert max(v.max() for v in b.values()) == 2.0
+    assert np.all(b["float32-ggml-product"][:, 0] <= b["float32-angles"][:, 0])  # pair 0: m
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_tables_are_within_their_bound_in_their_own_dtype(dtype):
+    pos = np.unique(np.r_[np.arange(64), np.geomspace(64, 2**20, 200).astype(int)])
+    c32, _ = PIPELINES["float32-pow"](pos, dim=64, base=5e5)
+    c = round_to(c32, dtype).astype(np.float64)
+    ref, _ = PIPELINES["accurate"](pos, dim=64, base=5e5)
+    theta = 5e5 ** (-np.arange(32) / 32)
+    bound = PIPELINE_CLASSES["half-tables"].bound(pos[:, None], theta, dtype)
+    assert np.all(np.abs(c - ref) <= bound)
 
 
 def test_unknown_names_are_refused_listing_the_known_ones():

@@ -5,12 +5,16 @@
 //   ./rope_conformance SUITE RESULTS
 //   python -m refimpl verify SUITE RESULTS
 //
-// For every case file SUITE/<case>.safetensors it reads the inputs q and k (F32, BF16 or F16;
-// q possibly a strided view into q_buffer), the positions and inv_freq, rotates every token
+// The suite is in the format refimpl-conformance/2 (book page "Suite format"). For every
+// inputs file SUITE/inputs/<case>.safetensors it reads the tensors the file's metadata names
+// (F32, BF16 or F16; a strided view gathered from its buffer), the positions in the case's
+// form (positions, offsets, position_ids, cu_seqlens, M-RoPE position ids or a cos_sin_cache)
+// and inv_freq, rotates every token
 //   y[a_i] = x[a_i] c - x[b_i] s,  y[b_i] = x[a_i] s + x[b_i] c,
 //   c = A cos(m theta_i), s = A sin(m theta_i)  (A = attention_scaling; angles in double)
-// with the pairs and slice the file's metadata names, and writes RESULTS/<case>.safetensors
-// holding q_out and k_out (F32). Built with -DPLANTED_BUG it swaps the pairing (half <->
+// with the pairs and slice the metadata names, and writes RESULTS/<case>.safetensors holding
+// the outputs under the names of the metadata's "outputs" (F32). It reads nothing else: no
+// manifest, no expected outputs. Built with -DPLANTED_BUG it swaps the pairing (half <->
 // interleaved): the verifier must fail that build and name the mistake.
 //
 // The safetensors reader and writer below are this example's own (the format: an 8-byte
@@ -208,51 +212,65 @@ static void write_safetensors(const fs::path& path,
     for (double v : t.data) { float x = static_cast<float>(v); f.write(reinterpret_cast<char*>(&x), 4); }
 }
 
-// ------------------------------------------------------------------ the kernel
+// ------------------------------------------------------------------ the case's metadata
 
-struct Rope {
-  std::string pairing, output_order;
-  int64_t rotary_dim = 0, rotary_offset = 0;
+struct Case {
+  std::string layout, form, pairing, output_order, mrope_layout;
+  int64_t dim = 0, rotary_dim = 0, rotary_offset = 0;
   double attention_scaling = 1.0;
-  std::vector<double> inv_freq;
+  std::vector<int64_t> mrope_section;
+  std::map<std::string, int64_t> heads;  // t(qkv): heads of q, k and v
 };
 
-// Rotate one row of D features at position m (in place into y).
-static void rotate_row(const double* x, double* y, int64_t d, double m, const Rope& rope) {
-  for (int64_t j = 0; j < d; ++j) y[j] = x[j];
-  int64_t h = rope.rotary_dim / 2, lo = rope.rotary_offset;
-  bool half = rope.pairing == "half";
-#ifdef PLANTED_BUG
-  half = !half;  // the planted mistake: the other pairing
-#endif
-  for (int64_t i = 0; i < h; ++i) {
-    int64_t a = half ? i : 2 * i, b = half ? i + h : 2 * i + 1;
-    int64_t oa = rope.output_order == "half" ? i : a, ob = rope.output_order == "half" ? i + h : b;
-    double ang = m * rope.inv_freq[i];
-    double c = rope.attention_scaling * std::cos(ang), s = rope.attention_scaling * std::sin(ang);
-    double x1 = x[lo + a], x2 = x[lo + b];
-    y[lo + oa] = x1 * c - x2 * s;
-    y[lo + ob] = x1 * s + x2 * c;
-  }
+static std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) out.push_back(item);
+  return out;
 }
 
 static std::vector<int64_t> csv(const std::string& s) {
   std::vector<int64_t> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::stoll(item));
+  for (const auto& item : split(s, ',')) out.push_back(std::stoll(item));
   return out;
 }
 
-// The input tensor `name`, gathered from q_buffer when the case stores q as a strided view.
+static std::string meta_or(const SafeTensors& st, const std::string& key, const std::string& d) {
+  auto it = st.metadata.find(key);
+  return it == st.metadata.end() ? d : it->second;
+}
+
+static Case read_case(const SafeTensors& st) {
+  Case c;
+  c.layout = st.metadata.at("layout");
+  c.form = st.metadata.at("position_form");
+  c.pairing = st.metadata.at("pairing");
+  c.output_order = st.metadata.at("output_order");
+  c.dim = std::stoll(st.metadata.at("dim"));
+  c.rotary_dim = std::stoll(st.metadata.at("rotary_dim"));
+  c.rotary_offset = std::stoll(st.metadata.at("rotary_offset"));
+  c.attention_scaling = std::stod(st.metadata.at("attention_scaling"));
+  std::string sections = meta_or(st, "mrope_section", "");
+  if (!sections.empty()) {
+    c.mrope_section = csv(sections);
+    c.mrope_layout = st.metadata.at("mrope_layout");
+  }
+  for (const auto& kv : split(meta_or(st, "heads", ""), ','))
+    if (!kv.empty()) c.heads[split(kv, ':')[0]] = std::stoll(split(kv, ':')[1]);
+  return c;
+}
+
+// The input tensor `name`, gathered from its buffer when the case stores it as a strided view
+// (<name>_view_buffer, _offset, _shape, _strides; offset and strides in elements).
 static Tensor input(const SafeTensors& st, const std::string& name) {
-  auto it = st.metadata.find(name + "_view_shape");
+  auto it = st.metadata.find(name + "_view_buffer");
   if (it == st.metadata.end()) return st.tensors.at(name);
   Tensor t;
-  t.shape = csv(it->second);
+  t.shape = csv(st.metadata.at(name + "_view_shape"));
   std::vector<int64_t> strides = csv(st.metadata.at(name + "_view_strides"));
   int64_t offset = std::stoll(st.metadata.at(name + "_view_offset"));
-  const auto& buf = st.tensors.at(name + "_buffer").data;
+  const auto& buf = st.tensors.at(it->second).data;
   int64_t count = 1;
   for (auto n : t.shape) count *= n;
   t.data.resize(static_cast<size_t>(count));
@@ -267,19 +285,98 @@ static Tensor input(const SafeTensors& st, const std::string& name) {
   return t;
 }
 
-// Position of row `row` (an index over all but the last axis) of a tensor of `shape`.
-static double position(const SafeTensors& st, const std::vector<int64_t>& shape, int64_t row) {
-  const std::string& form = st.metadata.at("position_form");
-  int64_t seq = shape[shape.size() - 2];
-  if (form == "cu_seqlens") {  // x (T, H, D): token t = row / H
-    return st.tensors.at("positions").data[static_cast<size_t>(row / seq)];
+// Which row of the M-RoPE position ids drives pair j (blocked, interleaved or imrope sections).
+static int64_t mrope_axis(const Case& c, int64_t j) {
+  const auto& sec = c.mrope_section;
+  if (c.mrope_layout == "blocked") {
+    int64_t end = 0;
+    for (size_t a = 0; a < sec.size(); ++a)
+      if (j < (end += sec[a])) return static_cast<int64_t>(a);
   }
-  int64_t s = row % seq;
-  if (form == "offsets") {  // x (B, H, S, D) with position_ids (B, S)
-    int64_t b = row / (shape[1] * seq);
-    return st.tensors.at("position_ids").data[static_cast<size_t>(b * seq + s)];
+  if (c.mrope_layout == "imrope") {
+    for (int64_t a = 0; a < 3; ++a)
+      if (j % 3 == a && j < 3 * sec[a]) return a;
+    return 3;
   }
-  return st.tensors.at("positions").data[static_cast<size_t>(s)];
+  if (j % 3 == 1 && j < 3 * sec[1]) return 1;  // interleaved (Qwen3-VL)
+  if (j % 3 == 2 && j < 3 * sec[2]) return 2;
+  return 0;
+}
+
+// Position of pair j of the row with multi-index idx (shape: the heads layout, without D).
+static double position(const SafeTensors& st, const Case& c, const std::vector<int64_t>& shape,
+                       const std::vector<int64_t>& idx, int64_t j) {
+  int64_t s_axis = c.layout == "bhsd" ? 2 : (c.layout == "bshd" ? 1 : 0);
+  int64_t s = idx[s_axis], seq = shape[s_axis];
+  auto at = [&](const std::string& name, int64_t k) {
+    return st.tensors.at(name).data[static_cast<size_t>(k)];
+  };
+  if (c.form == "offsets") return at("offsets", idx[0]) + s;
+  if (c.form == "position_ids") return at("position_ids", idx[0] * seq + s);
+  if (c.form == "cu_seqlens") {  // t - cu_seqlens[i] + offsets[i]
+    const auto& cu = st.tensors.at("cu_seqlens").data;
+    size_t i = 0;
+    while (cu[i + 1] <= s) ++i;
+    return s - cu[i] + at("offsets", static_cast<int64_t>(i));
+  }
+  if (c.form == "mrope") return at("position_ids", mrope_axis(c, j) * seq + s);
+  double p = at("positions", s);  // "positions" and "cache"
+  if (!c.mrope_section.empty() && c.mrope_layout == "imrope" && mrope_axis(c, j) == 3) p = 0;
+  return p;
+}
+
+// ------------------------------------------------------------------ the kernel
+
+// Rotate one row of D features (in place into y); pair j at position pos[j] (or cache rows).
+static void rotate_row(const double* x, double* y, const Case& c, const std::vector<double>& pos,
+                       const std::vector<double>& inv_freq, const Tensor* cache) {
+  int64_t d = c.dim, h = c.rotary_dim / 2, lo = c.rotary_offset;
+  for (int64_t j = 0; j < d; ++j) y[j] = x[j];
+  bool half = c.pairing == "half";
+#ifdef PLANTED_BUG
+  half = !half;  // the planted mistake: the other pairing
+#endif
+  for (int64_t i = 0; i < h; ++i) {
+    int64_t a = half ? i : 2 * i, b = half ? i + h : 2 * i + 1;
+    int64_t oa = c.output_order == "half" ? i : a, ob = c.output_order == "half" ? i + h : b;
+    double cs, sn;
+    if (cache != nullptr) {  // [cos | sin] rows, already times the attention factor
+      size_t row = static_cast<size_t>(pos[i]) * static_cast<size_t>(2 * h);
+      cs = cache->data[row + i];
+      sn = cache->data[row + h + i];
+    } else {
+      double ang = pos[i] * inv_freq[i];
+      cs = c.attention_scaling * std::cos(ang);
+      sn = c.attention_scaling * std::sin(ang);
+    }
+    double x1 = x[lo + a], x2 = x[lo + b];
+    y[lo + oa] = x1 * cs - x2 * sn;
+    y[lo + ob] = x1 * sn + x2 * cs;
+  }
+}
+
+// One output: the input `src` in heads (..., D), every row rotated (v heads of qkv copied).
+static Tensor run_output(const SafeTensors& st, const Case& c, const std::string& src) {
+  Tensor x = input(st, src), y = x;
+  std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 1);
+  if (c.layout == "t(hd)" || c.layout == "t(qkv)")  // (T, H*D) read as (T, H, D)
+    shape = {x.shape[0], x.shape[1] / c.dim};
+  const Tensor* cache = c.form == "cache" ? &st.tensors.at("cos_sin_cache") : nullptr;
+  const std::vector<double>& inv_freq = st.tensors.at("inv_freq").data;
+  int64_t rows = static_cast<int64_t>(x.data.size()) / c.dim;
+  std::vector<int64_t> idx(shape.size());
+  std::vector<double> pos(static_cast<size_t>(c.rotary_dim / 2));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = static_cast<int64_t>(shape.size()) - 1, rem = r; k >= 0; --k) {
+      idx[k] = rem % shape[k];
+      rem /= shape[k];
+    }
+    if (c.layout == "t(qkv)" && idx[1] >= c.heads.at("q") + c.heads.at("k")) continue;  // v
+    for (size_t j = 0; j < pos.size(); ++j)
+      pos[j] = position(st, c, shape, idx, static_cast<int64_t>(j));
+    rotate_row(&x.data[r * c.dim], &y.data[r * c.dim], c, pos, inv_freq, cache);
+  }
+  return y;
 }
 
 int main(int argc, char** argv) {
@@ -291,23 +388,14 @@ int main(int argc, char** argv) {
   int n = 0;
   try {
     fs::create_directories(results);
-    for (const auto& file : fs::directory_iterator(suite)) {
+    for (const auto& file : fs::directory_iterator(suite / "inputs")) {
       if (file.path().extension() != ".safetensors") continue;
       SafeTensors st = read_safetensors(file.path());
-      Rope rope;
-      rope.pairing = st.metadata.at("pairing");
-      rope.output_order = st.metadata.at("output_order");
-      rope.rotary_dim = std::stoll(st.metadata.at("rotary_dim"));
-      rope.rotary_offset = std::stoll(st.metadata.at("rotary_offset"));
-      rope.attention_scaling = std::stod(st.metadata.at("attention_scaling"));
-      rope.inv_freq = st.tensors.at("inv_freq").data;
+      Case c = read_case(st);
       std::vector<std::pair<std::string, Tensor>> out;
-      for (const std::string name : {"q", "k"}) {
-        Tensor x = input(st, name), y = x;
-        int64_t d = x.shape.back(), rows = static_cast<int64_t>(x.data.size()) / d;
-        for (int64_t r = 0; r < rows; ++r)
-          rotate_row(&x.data[r * d], &y.data[r * d], d, position(st, x.shape, r), rope);
-        out.emplace_back(name + "_out", std::move(y));
+      for (const auto& pair : split(st.metadata.at("outputs"), ',')) {  // "name:source"
+        auto parts = split(pair, ':');
+        out.emplace_back(parts[0], run_output(st, c, parts[1]));
       }
       write_safetensors(results / file.path().filename(), out);
       ++n;

@@ -6,8 +6,9 @@ flattened tokens ``(T, H, D)``, one int64 position per token, and a precomputed 
 
 * ``as_check_fn(cache, rotary_dim)`` wraps it as ``fn(x, positions)`` for
   :func:`refimpl.check_rope` (black-box diagnosis from probes);
-* ``write_results(suite, results, ...)`` runs it on every case of a conformance suite and
-  writes ``q_out`` and ``k_out`` for ``python -m refimpl verify SUITE RESULTS``.
+* ``write_results(suite, results)`` runs it on every case of a conformance suite (format
+  ``refimpl-conformance/2``: the inputs files and their metadata) and writes each case's
+  outputs for ``python -m refimpl verify SUITE RESULTS``.
 
 The kernel rotates the first ``rotary_dim`` features (``rotary_offset`` 0). Run:
 ``python examples/torch/rope_torch.py SUITE RESULTS`` (the suite from
@@ -64,53 +65,72 @@ def as_check_fn(cache, rotary_dim: int, is_neox: bool = True):
     return fn
 
 
-def _rows(arrays, entry, name):
-    """The case's input as (T, H, D) tokens with one position each (any layout)."""
-    spec = entry["inputs"][name]
-    if "buffer" in spec:
-        buf = arrays[spec["buffer"]]
-        isz = buf.itemsize
-        x = np.lib.stride_tricks.as_strided(
-            buf[spec["offset"] :], shape=spec["shape"], strides=[s * isz for s in spec["strides"]]
-        ).copy()
+def _tokens(arrays, meta, name):
+    """The case's input ``name`` as (T, H, D) tokens with one position each, and the map back
+    to its stored layout (format refimpl-conformance/2, book page "Suite format")."""
+    d = int(meta["dim"])
+    if f"{name}_view_buffer" in meta:  # a strided view: offset and strides in elements
+        buf = arrays[meta[f"{name}_view_buffer"]].reshape(-1)
+        shape = [int(v) for v in meta[f"{name}_view_shape"].split(",")]
+        strides = [int(v) * buf.itemsize for v in meta[f"{name}_view_strides"].split(",")]
+        off = int(meta[f"{name}_view_offset"])
+        x = np.lib.stride_tricks.as_strided(buf[off:], shape=shape, strides=strides).copy()
     else:
         x = arrays[name]
-    form = entry["position_form"]
-    if form == "cu_seqlens":  # already (T, H, D)
-        return x, arrays["positions"], lambda y: y
-    b, h, s, d = x.shape
-    ids = (
-        arrays["position_ids"]
-        if form == "offsets"
-        else np.broadcast_to(arrays["positions"], (b, s))
-    )
-    tokens = x.transpose(0, 2, 1, 3).reshape(b * s, h, d)  # (B*S, H, D)
-    return tokens, ids.reshape(-1), lambda y: y.reshape(b, s, h, d).transpose(0, 2, 1, 3)
+    layout, form = meta["layout"], meta["position_form"]
+    if form == "mrope":
+        raise ValueError("this kernel takes one position per token; M-RoPE cases need three")
+    if layout in ("thd", "t(hd)", "t(qkv)"):
+        t = x.shape[0]
+        return x.reshape(t, -1, d), arrays["positions"], lambda y: y.reshape(x.shape)
+    if layout == "bhsd":  # (B, H, S, D) -> (B*S, H, D)
+        b, h, s, _ = x.shape
+        tokens = x.transpose(0, 2, 1, 3).reshape(b * s, h, d)
+        back = lambda y: y.reshape(b, s, h, d).transpose(0, 2, 1, 3)  # noqa: E731
+    else:  # (B, S, H, D)
+        b, s, h, _ = x.shape
+        tokens = x.reshape(b * s, h, d)
+        back = lambda y: y.reshape(x.shape)  # noqa: E731
+    if form == "offsets":
+        ids = arrays["offsets"][:, None] + np.arange(s)[None, :]
+    elif form == "position_ids":
+        ids = arrays["position_ids"]
+    else:
+        ids = np.broadcast_to(arrays["positions"], (b, s))
+    return tokens, ids.reshape(-1), back
 
 
 def write_results(suite, results) -> int:
-    """Run ``rope_kernel`` on every case of ``suite``; write ``q_out``/``k_out`` to ``results``."""
+    """Run ``rope_kernel`` on every case of ``suite``; write each case's outputs to ``results``."""
     suite, results = pathlib.Path(suite), pathlib.Path(results)
     results.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((suite / "manifest.json").read_text())
     for entry in manifest["cases"]:
-        arrays, _ = read_safetensors(suite / entry["files"]["safetensors"])
-        rope = entry["rope"]
-        top = 1 + max(entry["max_position"], 0)
-        cache = cos_sin_cache(arrays["inv_freq"], top, rope["attention_scaling"])
+        arrays, meta = read_safetensors(suite / entry["files"]["inputs"]["safetensors"])
+        r = int(meta["rotary_dim"])
+        if meta["position_form"] == "cache":
+            cache = torch.as_tensor(arrays["cos_sin_cache"])
+        else:
+            top = 1 + max(entry["max_position"], 0)
+            cache = cos_sin_cache(arrays["inv_freq"], top, float(meta["attention_scaling"]))
         out = {}
-        for name in ("q", "k"):
-            tokens, pos, back = _rows(arrays, entry, name)
-            y = rope_kernel(
-                torch.as_tensor(np.asarray(tokens, dtype=np.float32)),
+        for pair in meta["outputs"].split(","):
+            name, src = pair.split(":")
+            tokens, pos, back = _tokens(arrays, meta, src)
+            x = torch.as_tensor(np.asarray(tokens, dtype=np.float32))
+            heads = dict(kv.split(":") for kv in meta.get("heads", "").split(",") if kv)
+            n_rot = int(heads["q"]) + int(heads["k"]) if heads else x.shape[1]  # v copied
+            y = x.clone()
+            y[:, :n_rot] = rope_kernel(
+                x[:, :n_rot],
                 torch.as_tensor(np.array(pos, dtype=np.int64)),  # a copy: views are read-only
                 cache,
-                rotary_dim=rope["rotary_dim"],
-                is_neox=rope["pairing"] == "half",
-                half_output=rope["output_order"] == "half",
+                rotary_dim=r,
+                is_neox=meta["pairing"] == "half",
+                half_output=meta["output_order"] == "half",
             )
-            out[f"{name}_out"] = back(y.numpy())
-        write_safetensors(results / entry["files"]["safetensors"], out)
+            out[name] = back(y.numpy())
+        write_safetensors(results / f"{entry['name']}.safetensors", out)
     return len(manifest["cases"])
 
 

@@ -2323,20 +2323,58 @@ def _configs_nope(ns):
 
 @_add(
     "ex-conformance-offset",
-    "shifted = ...  # the VerifyReport of the page's run(...) with my_kernel at positions + 1",
-    "The report must fail and its diagnosis must name the shift by +1; my_kernel must be "
-    "restored afterwards (the page's own run then passes).",
-    "Wrap the page's kernel: lambda x, p, f, sign: old(x, p + 1, f, sign), run, then restore it.",
+    "shifted = ...  # the VerifyReport of the page's NumPy kernel run with positions + 1",
+    "The report must fail and its diagnosis must name positions rotated as m + 1.",
+    "Run kernel.run(work / 'f32', out, mistake='shift'), then verify_outputs(work / 'f32', out).",
 )
 def _conformance_offset(ns):
     rep = ns["shifted"]
     if not hasattr(rep, "diagnosis") or not hasattr(rep, "ok"):
-        return _failed("shifted should be the VerifyReport that the page's run(...) returns.")
+        return _failed("shifted should be the VerifyReport that verify_outputs returns.")
     if rep.ok:
         return _failed("Your suite run passes: the kernel still counts positions from 0.")
-    if not any("shifted by +1" in d for d in rep.diagnosis):
-        return _failed("The diagnosis does not name a shift by +1: shift the positions by one.")
-    return _passed("the suite fails and its probe case diagnoses positions shifted by +1")
+    if not any("m + 1" in d for d in rep.diagnosis):
+        return _failed("The diagnosis does not name positions rotated as m + 1: shift by one.")
+    return _passed("the suite fails and the checker reads positions rotated as m + 1")
+
+
+@_add(
+    "ex-format-varlen",
+    "m20 = ...  # the position of token 20 of the page's varlen case (eq:conformance-form-varlen)",
+    "Compared with 20 - cu_seqlens[j] + offsets[j] for the sequence j holding token 20.",
+    "Find j with cu_seqlens[j] <= 20 < cu_seqlens[j + 1]; then t - cu_seqlens[j] + offsets[j].",
+)
+def _format_varlen(ns):
+    return _int(
+        ns["m20"],
+        2003,
+        "m20",
+        mistakes=[
+            (20, "That is the packed index t: positions restart at each sequence."),
+            (3, "Add the sequence's offset (2000): it continues a cache."),
+        ],
+    )
+
+
+@_add(
+    "ex-format-view",
+    "flat = ...  # index into the flat q_buffer of the view's element [0, 1, 2, 3]",
+    "Compared with q_view_offset + sum(index * stride) from the strided case's metadata.",
+    "Strides are in elements: flat = offset + 0*s0 + 1*s1 + 2*s2 + 3*s3.",
+)
+def _format_view(ns):
+    from refimpl.conformance import read_safetensors
+
+    _, meta = read_safetensors(ns["suite"] / "inputs" / "strided.safetensors")
+    strides = [int(v) for v in meta["q_view_strides"].split(",")]
+    index = (0, 1, 2, 3)
+    want = int(meta["q_view_offset"]) + sum(i * st for i, st in zip(index, strides, strict=True))
+    return _int(
+        ns["flat"],
+        want,
+        "flat",
+        mistakes=[(want - int(meta["q_view_offset"]), "Add the view's offset.")],
+    )
 
 
 # --- resonance, engines, multimodal ids, model index ----------------------------------------
