@@ -376,17 +376,17 @@ CALLS: dict[str, Call] = {
     ),
     "pipeline_cos_sin": _entry(
         refimpl.pipeline_cos_sin,
-        dict(name="float64", positions=POS2, dim=4),
+        dict(name="float64-tables", positions=POS2, dim=4),
         {"name": "choice", "positions": "positions", "dim": "dim", "base": "base"},
     ),
     "error_bound": _entry(
         refimpl.error_bound,
-        dict(name="float64", positions=POS2, dim=4),
+        dict(name="float64-tables", positions=POS2, dim=4),
         {"name": "choice", "positions": "positions", "dim": "dim", "base": "base"},
     ),
     "relative_drift": _entry(
         refimpl.relative_drift,
-        dict(name="float64", positions=[0, 5], offset=2, q=np.ones(4), k=np.ones(4)),
+        dict(name="float64-tables", positions=[0, 5], offset=2, q=np.ones(4), k=np.ones(4)),
         {
             "name": "choice",
             "positions": "positions",
