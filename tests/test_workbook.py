@@ -1,7 +1,16 @@
 """The student workbook (tools/workbook): every exercise of the book has a check; the student
-notebooks hold the chapter without its solutions; run with their stubs every check fails with a
-hint and nothing crashes; run with the book's solutions injected every check passes; the
-instructor notebooks follow nbgrader's conventions; the Sphinx extension links the downloads.
+notebooks hold the chapter without its solutions and read like the book (titled theorems, the
+figures, the glued values, numbered equations, no build plumbing, every helper module copied);
+run with their stubs every check fails with a hint and nothing crashes; run with the book's
+solutions injected every check passes; no check output gives a reference value away; the
+instructor notebooks follow nbgrader's conventions and live apart; each chapter's download
+installs and runs without a clone; the Sphinx extension links the downloads.
+
+With a built book in ``_build`` (``make test`` builds it first and sets REFIMPL_BUILT_BOOK=1,
+which makes it required) the notebooks are rendered with its numbers, values and figures.
+``make test-workbook`` (REFIMPL_WORKBOOK_FULL=1) runs every notebook whole (Run All) and
+installs a chapter's download into a fresh virtual environment; ``make test`` runs whole the
+notebooks of :data:`RUN_ALL_IN_MAKE_TEST` and the statements the exercises need of the others.
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ import ast
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -25,24 +35,38 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(BOOK / "_ext"))
 
 from workbook import build as wb  # noqa: E402
-from workbook import checks, execute, slicing  # noqa: E402
+from workbook import checks, downloads, execute, render, slicing  # noqa: E402
 from workbook.chapters import Code, Exercise, read_chapter  # noqa: E402
 
 CHAPTERS = {p: read_chapter(p) for p in wb.chapter_paths(BOOK)}
 WITH_EXERCISES = {p: ch for p, ch in CHAPTERS.items() if ch.exercises}
 LABELS = {ex.label: p for p, ch in WITH_EXERCISES.items() for ex in ch.exercises}
 #: REFIMPL_WORKBOOK_FULL=1 runs each whole student notebook (Run All) instead of the worked
-#: statements its exercises need (tools/workbook/slicing.py): about twice as long.
+#: statements its exercises need (tools/workbook/slicing.py), and installs a download.
 FULL = os.environ.get("REFIMPL_WORKBOOK_FULL") == "1"
+#: Notebooks that `make test` runs whole (Run All) on top of the sliced run of every notebook:
+#: one per kind of thing a notebook needs (a helper module beside _plots and data files read
+#: by relative path from a subfolder; SymPy proofs and figures; real configs and tables).
+RUN_ALL_IN_MAKE_TEST = ("experiments/nope-partial", "rope", "models-hybrid")
+BUILD = pathlib.Path(os.environ.get("REFIMPL_BOOK_HTML", ROOT / "_build" / "html")).parent
+BUILT_BOOK_REQUIRED = os.environ.get("REFIMPL_BUILT_BOOK") == "1"
+HAVE_BUILT_BOOK = (BUILD / "html" / "index.html").is_file()
 
 
 def _id(p: pathlib.Path) -> str:
     return str(p.relative_to(BOOK).with_suffix(""))
 
 
+def _require_built_book():
+    if BUILT_BOOK_REQUIRED and not HAVE_BUILT_BOOK:
+        pytest.fail(f"no built book in {BUILD}: `make test` builds it before pytest runs")
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The workbook built into a temporary folder laid out as in the repository."""
+    """The student workbook (and, apart, the instructor's) built into a temporary folder laid
+    out as in the repository, rendered with the built book when there is one."""
+    _require_built_book()
     root = tmp_path_factory.mktemp("wb")
     for top in (
         "experiments",
@@ -52,7 +76,9 @@ def built(tmp_path_factory):
     ):  # what chapters read by relative paths
         if (ROOT / top).is_dir():
             (root / top).symlink_to(ROOT / top, target_is_directory=True)
-    written = wb.build(BOOK, root / "workbook", instructor=root / "instructor")
+    book_build = BUILD if HAVE_BUILT_BOOK else None
+    written = wb.build(BOOK, root / "workbook", built=book_build)
+    wb.build(BOOK, root / "instructor", instructor=True, built=book_build)
     return root, written
 
 
@@ -122,6 +148,26 @@ def test_one_student_notebook_per_chapter(built):
             assert checks.CHECKS[ex.label].stub in cell.source
     for name in (wb.CHECKS_FILE, "_plots.py"):
         assert (root / "workbook" / name).is_file()
+
+
+def test_every_helper_module_the_notebooks_import_is_copied(built):
+    root, written = built
+    for nb_path in written:
+        nb = nbformat.read(nb_path, as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        for a, b in wb.IMPORT_RE.findall(code):
+            name = a or b
+            if (BOOK / f"{name}.py").is_file():
+                assert (root / "workbook" / f"{name}.py").is_file(), (nb_path.name, name)
+
+
+def test_the_student_build_writes_no_solution_anywhere_in_its_folder(built):
+    root, _ = built
+    for f in (root / "workbook").rglob("*"):
+        if f.is_file():
+            text = f.read_text(encoding="utf8", errors="replace")
+            assert wb.BEGIN not in text and '"solution": true' not in text, f
+    assert (root / "instructor").is_dir() and not (root / "workbook" / "instructor").exists()
 
 
 def _solution_lines(ex: Exercise, allowed: set[str]) -> set[str]:
@@ -204,18 +250,190 @@ def test_no_worked_code_reads_a_name_only_a_solution_defines():
                 defined |= stores
 
 
-def test_glued_values_are_displayed_in_the_workbook():
-    src = 'x = 1\nglue("fig", fig, display=False)\n  glue("v", float(x), display=False)\nclose()'
-    assert wb.show_glued(src) == 'x = 1\nglue("fig", fig)\n  glue("v", float(x))\nclose()'
+def test_plumbing_is_stripped_from_worked_code():
+    src = (
+        "import sys\n"
+        'sys.path.insert(0, "..")\n'
+        "from myst_nb import glue\n"
+        "from _plots import glue_figure, plot_x, use_book_style\n"
+        "use_book_style()\n"
+        "x = 1\n"
+        'glue("x", x, display=False)\n'
+        "fig = plot_x(x)\n"
+        'glue_figure("fig_x", fig)\n'
+        "plt.close(fig)\n"
+        "for k in range(2):\n"
+        '    glue(f"k{k}", k, display=False)\n'
+    )
+    assert render.strip_plumbing(src) == (
+        "from _plots import plot_x\nx = 1\nfig = plot_x(x)\nfor k in range(2):\n    pass"
+    )
+    assert render.strip_plumbing('from myst_nb import glue\nglue("a", 1, display=False)') == ""
 
 
-def test_zip_holds_the_workbook_and_its_data(built, tmp_path):
+def _context(**book):
+    return render.Context(
+        docname="book/rope",
+        book=render.BookBuild(**book),
+        titles={"book/pairings": "Pairings and checkpoints", "book/intro": "refimpl"},
+        notebooks={"book/rope": "rope.ipynb", "book/pairings": "pairings.ipynb"},
+        citations={"su2021roformer": "Su et al., 2021"},
+    )
+
+
+def test_myst_becomes_markdown_that_reads_like_the_book():
+    ctx = _context(
+        numbers={
+            "thm-rel": "Theorem 4",
+            "equation-eq-rope-matrix": "(11)",
+            "fig-pairs": "Fig. 7",
+        },
+        glue={
+            "book/rope": {
+                "theta": {"data": {"text/plain": "0.123456"}},
+                "fig_pairs": {"data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}},
+            }
+        },
+    )
+    text = (
+        "````{prf:theorem} Relative position\n:label: thm-rel\n\nScores see $n - m$.\n````\n\n"
+        "```{prf:proof}\nBy {eq}`eq:rope-matrix`.\n```\n\n"
+        "$$ R_m = P $$ (eq:rope-matrix)\n\n"
+        "```{glue:figure} fig_pairs\n:name: fig-pairs\n\nPairs at {glue:text}`theta:.2f`.\n```\n\n"
+        "See {doc}`pairings`, {doc}`intro`, {prf:ref}`thm-rel`, {numref}`fig-pairs` and "
+        "{cite:p}`su2021roformer`; {cite:t}`su2021roformer` showed it."
+    )
+    out = render.convert_text(text, ctx)
+    assert "> **Theorem 4 (Relative position).** Scores see $n - m$." in out
+    assert "> *Proof.* By (11). ∎" in out
+    assert "$$ R_m = P \\tag{11} $$" in out
+    assert "![Fig. 7](attachment:fig_pairs.png)" in out and "**Fig. 7.** Pairs at 0.12." in out
+    assert ctx.attachments == {"fig_pairs.png": {"image/png": "iVBORw0KGgo="}}
+    assert "[Pairings and checkpoints](pairings.ipynb)" in out and "*refimpl*" in out
+    assert "Theorem 4" in out and "Fig. 7 and" in out
+    assert "(Su et al., 2021)" in out and "Su et al. (2021) showed it" in out
+    assert not re.search(r"\{[a-z:]+\}`|```\{|\(eq:", out), out
+
+
+def test_without_a_built_book_the_structure_is_kept():
+    out = render.convert_text("```{glue:figure} f\n:name: fig-f\n\nCap.\n```", _context())
+    assert "**Figure.** Cap." in out and "draws this figure" in out
+
+
+def test_a_literalinclude_becomes_the_code_it_includes():
+    ctx = _context()
+    ctx.source_dir = BOOK / "experiments"
+    out = render.convert_text(
+        "```{literalinclude} ../../refimpl/experiments/encodings.py\n"
+        ":pyobject: RoPE.rotate_backward\n```",
+        ctx,
+    )
+    assert out.startswith("From `") and "```python\n" in out and "def rotate_backward" in out
+
+
+@pytest.mark.parametrize("path", sorted(WITH_EXERCISES), ids=_id)
+def test_student_notebook_reads_like_the_book(path, built):
+    if not HAVE_BUILT_BOOK:
+        pytest.skip("needs a built book in _build (make test builds it)")
+    root, _ = built
+    nb = nbformat.read((root / "workbook" / path.relative_to(BOOK)).with_suffix(".ipynb"), 4)
+    markdown = [c for c in nb.cells if c.cell_type == "markdown"]
+    text = "\n".join(c.source for c in markdown)
+    problems = []
+    if re.search(r"^[`:]{3,}\{", text, re.M):
+        problems.append("a raw MyST directive fence")
+    problems += [f"raw role {m.group(0)}" for m in re.finditer(r"\{[a-z:-]+\}`[^`]*`", text)]
+    problems += [f"raw reference {m}" for m in re.findall(r"\(eq:[\w-]+\)", text)]
+    if render.MISSING_VALUE in text:
+        problems.append("a glued value the built book does not have")
+    figures = len(re.findall(r"^[`:]{3,}\{glue:figure\}", path.read_text("utf8"), re.M))
+    attached = sum(len(c.get("attachments", {})) for c in markdown)
+    if attached < figures:
+        problems.append(f"{figures - attached} of {figures} figures missing")
+    labelled = re.findall(r'<a id="[^"]+"></a>\n(\$\$.*?\$\$)', text, re.S)
+    untagged = [eq[:50] for eq in labelled if "\\tag{" not in eq]
+    if untagged:
+        problems.append(f"labelled equations without their number: {untagged[:2]}")
+    for cell in nb.cells:
+        if cell.cell_type == "code" and not _role(cell, "setup"):
+            for line in cell.source.splitlines():
+                if re.search(r"\bglue(_value|_figure)?\(|use_book_style|sys\.path|myst_nb", line):
+                    problems.append(f"plumbing in a code cell: {line.strip()}")
+    assert not problems, f"{_id(path)}: " + "; ".join(problems[:8])
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    return downloads.build_wheel(ROOT, tmp_path_factory.mktemp("wheel"))
+
+
+def test_zip_holds_the_workbook_its_data_the_package_and_a_readme(built, wheel, tmp_path):
     root, written = built
-    z = wb.make_zip(root / "workbook", tmp_path / "wb.zip")
+    z = wb.make_zip(root / "workbook", tmp_path / "wb.zip", wheel=wheel)
     names = set(zipfile.ZipFile(z).namelist())
     assert {f"workbook/{p.relative_to(root / 'workbook').as_posix()}" for p in written} <= names
-    assert "workbook/workbook_checks.py" in names
+    assert "workbook/workbook_checks.py" in names and wheel.name in names
     assert any(n.startswith("experiments/results/") for n in names)
+    readme = zipfile.ZipFile(z).read("README.md").decode()
+    assert f"pip install {wheel.name}" in readme and "-e ." not in readme
+
+
+def test_each_chapter_download_holds_what_its_notebook_needs(built, wheel):
+    root, _ = built
+    zips = wb.write_downloads(BOOK, root / "workbook", wheel_dir=wheel.parent)
+    assert set(zips) == {f"book/{_id(p)}" for p in WITH_EXERCISES}
+    names = set(zipfile.ZipFile(zips["book/experiments/nope-partial"]).namelist())
+    top = "refimpl-nope-partial"
+    assert {
+        f"{top}/README.md",
+        f"{top}/{wheel.name}",
+        f"{top}/workbook/experiments/nope-partial.ipynb",
+        f"{top}/workbook/workbook_checks.py",
+        f"{top}/workbook/_plots.py",
+        f"{top}/workbook/_plots_toy.py",
+    } <= names
+    assert any(n.startswith(f"{top}/experiments/results/") for n in names)
+
+
+def _kernel_for(venv: pathlib.Path, where: pathlib.Path) -> dict:
+    """Environment for nbclient that makes kernel "python3" the python of ``venv``."""
+    spec = where / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    argv = [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "standalone", "language": "python"})
+    )
+    return {"JUPYTER_PATH": str(where)}
+
+
+@pytest.mark.skipif(not FULL, reason="installs a venv: `make test-workbook` runs it")
+def test_a_chapter_download_installs_and_runs_without_a_clone(built, wheel, tmp_path, monkeypatch):
+    import nbclient
+
+    root, _ = built
+    zips = wb.write_downloads(BOOK, root / "workbook", wheel_dir=wheel.parent)
+    zipfile.ZipFile(zips["book/experiments/nope-partial"]).extractall(tmp_path)
+    folder = tmp_path / "refimpl-nope-partial"
+    readme = (folder / "README.md").read_text(encoding="utf8")
+    install = next(ln.strip() for ln in readme.splitlines() if "/bin/pip install" in ln)
+    # the README's own install line, with the kernel instead of JupyterLab (the test runs the
+    # notebook without a browser)
+    install = re.sub(r"jupyterlab==\S+", "ipykernel", install)
+    subprocess.run([sys.executable, "-m", "venv", ".venv"], cwd=folder, check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = subprocess.run(install.split(), cwd=folder, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for k, v in _kernel_for(folder / ".venv", tmp_path / "jupyter").items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    nb_path = folder / "workbook" / "experiments" / "nope-partial.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    where = {"metadata": {"path": str(nb_path.parent)}}
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources=where).execute()
+    checks_out = [
+        "".join(o.get("text", "") for o in c.outputs) for c in nb.cells if _role(c, "check")
+    ]
+    assert checks_out and all("FAIL: Not done yet" in o for o in checks_out), checks_out
 
 
 # --- checks on bad answers ------------------------------------------------------------------
@@ -261,7 +479,8 @@ def test_notebook_stubs_fail_and_solutions_pass(path, built):
     root, _ = built
     ch = WITH_EXERCISES[path]
     rel = path.relative_to(BOOK)
-    nb = wb.chapter_notebook(ch if FULL else slicing.sliced(ch), rel)
+    whole = FULL or _id(path) in RUN_ALL_IN_MAKE_TEST
+    nb = wb.chapter_notebook(ch if whole else slicing.sliced(ch), rel)
     stub, solved = execute.run(nb, ch, root / "workbook" / rel.parent)
     labels = [ex.label for ex in ch.exercises]
     assert sorted(stub) == sorted(labels) and sorted(solved) == sorted(labels)
@@ -297,6 +516,7 @@ def test_extension_links_downloads_in_a_tiny_book(tmp_path):
         "extensions = ['myst_parser', 'sphinx_exercise', 'workbook_downloads']\n"
         "myst_enable_extensions = ['colon_fence', 'dollarmath', 'amsmath']\n"
         f"workbook_tools_dir = {str(ROOT / 'tools')!r}\n"
+        f"workbook_package_root = {str(ROOT)!r}\n"
         "exclude_patterns = ['_build']\n",
         encoding="utf8",
     )
@@ -309,15 +529,16 @@ def test_extension_links_downloads_in_a_tiny_book(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     page = (out / "book" / "sinusoidal.html").read_text(encoding="utf8")
-    assert 'href="../_workbook/sinusoidal.ipynb"' in page
+    assert 'href="../_workbook/refimpl-sinusoidal.zip"' in page
     index = (out / "book" / "exercises.html").read_text(encoding="utf8")
     assert 'href="../_workbook/refimpl-workbook.zip"' in index
     nb = json.loads((out / "_workbook" / "sinusoidal.ipynb").read_text(encoding="utf8"))
     assert any('check("ex-sin-table")' in "".join(c["source"]) for c in nb["cells"])
-    assert (
-        "workbook/sinusoidal.ipynb"
-        in zipfile.ZipFile(out / "_workbook" / "refimpl-workbook.zip").namelist()
-    )
+    chapter = zipfile.ZipFile(out / "_workbook" / "refimpl-sinusoidal.zip").namelist()
+    assert "refimpl-sinusoidal/workbook/sinusoidal.ipynb" in chapter
+    assert "refimpl-sinusoidal/README.md" in chapter
+    whole = zipfile.ZipFile(out / "_workbook" / "refimpl-workbook.zip").namelist()
+    assert "workbook/sinusoidal.ipynb" in whole and "README.md" in whole
 
 
 # --- classic mistakes, as a student makes them in the workbook ------------------------------
