@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,16 +79,27 @@ def data_files(sources: list[str], root: pathlib.Path) -> list[pathlib.Path]:
 
 
 def build_wheel(root: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
-    """Build the package's wheel into ``dest`` with pip (offline from the warm cache)."""
+    """Build the package's wheel into ``dest`` with pip (offline from the warm cache).
+
+    The build runs on a copy of the package's sources in a temporary folder, so that the
+    build backend's scratch folders never land in the repository."""
     dest.mkdir(parents=True, exist_ok=True)
     for old in dest.glob("refimpl-*.whl"):
         old.unlink()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(root)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        src = pathlib.Path(tmp) / "src"
+        shutil.copytree(
+            root / "refimpl", src / "refimpl", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        for name in ("pyproject.toml", "README.md", "LICENSE", "NOTICE"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, src / name)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(src)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     wheels = sorted(dest.glob("refimpl-*.whl"))
     if proc.returncode != 0 or len(wheels) != 1:
         raise RuntimeError(f"pip wheel of {root} failed: {proc.stderr[-2000:]}")
