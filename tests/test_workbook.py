@@ -205,6 +205,122 @@ def test_student_notebooks_hold_no_solution_and_no_output(built):
                 assert cell.outputs == [] and cell.execution_count is None
 
 
+#: Lines a check shares with a solution that are the exercise's given inputs or the data it
+#: reads, stated in its prompt or stub, not a way to the answer.
+GIVEN_INPUTS = {
+    "ex-cope-words": "the gates of the prompt's sentence",
+    "ex-cope-interpolation": "the prompt's embeddings",
+    "ex-pi-order": "the two float32 products the stub names",
+    "ex-yarn-range": "Qwen2.5's d, b and L from the prompt",
+    "ex-graph-path": "the 12-node path and T5's bucket arguments from the stub",
+    "ex-pixtral-axial": "the 6 x 6 grid of the stub",
+    "ex-models-index-width": "reading hidden_size and the head count from each config",
+    "ex-numerics-drift-bound": "the positions m and m + r of the prompt, and a maximum",
+    "ex-numerics-twoproduct": "the stub's m and theta",
+    "ex-numerics-predict-1e3": "the stub's scan (step 97, below 1e6) and a maximum",
+}
+
+
+def _refimpl_names() -> set[str]:
+    import importlib
+    import pkgutil
+
+    import refimpl
+
+    names = set(refimpl.__all__)
+    for info in pkgutil.iter_modules(refimpl.__path__):
+        names.add(info.name)
+        module = importlib.import_module(f"refimpl.{info.name}")
+        names |= {n for n in dir(module) if not n.startswith("__")}
+    return names - set(dir(__builtins__))
+
+
+def _calls_refimpl_or_imports(line: str, names: set[str]) -> bool:
+    """A line that imports, assigns a literal, or calls into refimpl: how a check gets its
+    reference (never by re-deriving it)."""
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:  # a continuation line: judge its calls by name
+        return bool(re.search(r"\b(refimpl|num)\.", line)) or any(
+            f"{n}(" in line for n in names if len(n) > 3
+        )
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        if isinstance(node, ast.Call):
+            root = node.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            called = called or (node.func.id if isinstance(node.func, ast.Name) else None)
+            if (isinstance(root, ast.Name) and root.id in ("refimpl", "num")) or called in names:
+                return True
+    if tree.body and isinstance(tree.body[0], ast.Assign):
+        try:
+            ast.literal_eval(tree.body[0].value)
+            return True
+        except ValueError:
+            pass
+    return False
+
+
+def test_the_checks_file_holds_no_solution_code():
+    """A solution line found in workbook_checks.py must be what the student sees anyway (the
+    prompt, the stub, the worked code), an import, a literal, a call into refimpl (the
+    reference is computed by the package at check time) or the exercise's given inputs."""
+    shipped = {ln.strip() for ln in wb.checks_source().splitlines()}
+    names = _refimpl_names()
+    leaked = {}
+    for ch in WITH_EXERCISES.values():
+        seen = {
+            ln.strip()
+            for p in ch.parts
+            if not isinstance(p, Exercise)
+            for ln in p.source.splitlines()
+        }
+        for ex in ch.exercises:
+            seen |= {
+                ln.strip() for ln in (ex.prompt + "\n" + checks.CHECKS[ex.label].stub).splitlines()
+            }
+        for ex in ch.exercises:
+            if ex.label in GIVEN_INPUTS:
+                continue
+            lines = {ln.strip() for src in ex.solution_code for ln in src.splitlines()}
+            bad = [
+                ln
+                for ln in lines
+                if len(ln) > 24
+                and ln in shipped
+                and ln not in seen
+                and not ln.startswith("#")
+                and not _calls_refimpl_or_imports(ln, names)
+            ]
+            if bad:
+                leaked[ex.label] = bad
+    assert not leaked, f"solution lines in workbook_checks.py: {leaked}"
+
+
+def test_a_failing_check_does_not_print_the_reference(capsys):
+    checks.check("ex-pi-resolution", {"turn": 2 * np.pi, "answer": np.ones(32)})
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "50.26" not in out and "reference is" not in out, out
+    checks.check("ex-sin-table", {"table": np.zeros((50, 16))})
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "expected" not in out and "max error" not in out, out
+
+
+def test_the_alibi_check_takes_the_unused_slopes_in_any_form(capsys):
+    answer = 2.0 ** -np.array([2, 4, 6, 8, 1, 3])
+    for unused in (
+        {2.0**-5, 2.0**-7},
+        [2.0**-7, 2.0**-5],
+        (2.0**-5, 2.0**-7),
+        np.array([2.0**-5, 2.0**-7]),
+    ):
+        checks.check("ex-alibi-six", {"answer": answer, "unused": unused})
+        assert "[ex-alibi-six] PASS" in capsys.readouterr().out, unused
+
+
 def test_instructor_notebooks_follow_nbgrader(built):
     root, _ = built
     path, ch = next(iter(WITH_EXERCISES.items()))

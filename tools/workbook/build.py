@@ -156,7 +156,8 @@ def _exercise_cells(ex: Exercise, ids, ctx: render.Context, *, instructor: bool)
                     "**Solution.** " + text, metadata=_meta(ex.label, "solution"), id=next(ids)
                 )
             )
-        answer = "\n\n".join([BEGIN, *ex.solution_code, BINDINGS.get(ex.label, ""), END])
+        code = [render.strip_plumbing(src) for src in ex.solution_code]
+        answer = "\n\n".join([BEGIN, *code, BINDINGS.get(ex.label, ""), END])
         answer = re.sub(r"\n{3,}", "\n\n", answer)
         nbg = {"solution": True, "grade": False, "locked": False, "grade_id": ex.label}
     else:

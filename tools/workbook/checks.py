@@ -386,7 +386,12 @@ def _naive_length(ns):
             what="the code at length 7",
             mistakes=[(3 / 7, "The code divides by N - 1, not N.")],
         ),
-        _int(ns["N_same"], 10, "the length", mistakes=[(9, "Solve 3/(N - 1) = 1/3 for N.")]),
+        _int(
+            ns["N_same"],
+            next(n for n in range(5, 1000) if enc(n, 1)[3, 0] == enc(4, 1)[1, 0]),
+            "the length",
+            mistakes=[(9, "Solve 3/(N - 1) = 1/3 for N.")],
+        ),
     )
 
 
@@ -642,9 +647,9 @@ def k_rows_ok(H, H_kv, hd=8):
 )
 def _pair_gqa(ns):
     def ref(H, H_kv, hd=8):
-        Wk = np.arange(H_kv * hd)[:, None].astype(float)
-        a = refimpl.interleaved_to_half_weights(Wk, H_kv)
-        return np.array_equal(a, refimpl.interleaved_to_half_weights(Wk, H // H_kv))
+        rows = np.random.default_rng(H * 97 + H_kv).standard_normal((H_kv * hd, 3))
+        right = refimpl.interleaved_to_half_weights(rows, H_kv)
+        return np.array_equal(right, refimpl.interleaved_to_half_weights(rows, H // H_kv))
 
     cases = [(4, 2), (8, 2), (32, 8), (9, 3), (6, 3), (16, 4), (1, 1)]
     return grade_function(ns["k_rows_ok"], ref, cases, what="k_rows_ok")
@@ -950,7 +955,9 @@ applied = ...  # "missing", "once" or "twice": how the implementation applies it
     "Compare 1.2773 with s16 and with s16**2.",
 )
 def _trouble_yarn(ns):
-    s16 = 0.1 * np.log(16.0) + 1.0
+    from refimpl.scaling import yarn_attention_scaling
+
+    s16 = yarn_attention_scaling(factor=16.0)
     rep = refimpl.check_rope(
         lambda x, p: refimpl.apply_rope(x, p, attention_scaling=1.2773),
         dim=16,
@@ -1682,12 +1689,10 @@ def _numerics_twoproduct(ns):
     "Reduce the float64 product m * theta exactly, then compare with oracle_cos_sin.",
 )
 def _numerics_reduce(ns):
-    import mpmath
-
     num = _numerics()
-    m, th = 10**9, 10000.0 ** (-2 / 128)
-    with mpmath.workdps(50):
-        wrong = float(mpmath.cos(mpmath.mpf(m * th)))
+    m, th = 10**9, refimpl.inv_freq(128)[1]
+    # the cosine of the float64 product, correctly rounded: the oracle at position 1
+    wrong = refimpl.oracle_cos_sin([1.0], inv_freq=np.array([m * th]))[0][0, 0]
     truth = num.oracle_cos_sin([m], dim=128, pairs=[1])[0]
     return grade_value(
         ns["u"], num.ulp_error(np.array([[wrong]]), truth)[0, 0], rtol=1e-6, what="the ulps"
@@ -1705,10 +1710,10 @@ actual = ...     # first scanned position (step 97, < 1e6) with float32 table er
 )
 def _numerics_predict(ns):
     num = _numerics()
-    u, i, dim, base = 2.0**-24, 1, 128, 10000.0
-    theta = base ** (-2 * i / dim)
-    delta = u * (math.log(base) * 2 * i / dim + 3)
-    predicted = (1e-3 - 2.0**-23) / (theta * (delta + u))
+    dim, base = 128, 10000.0
+    # below 2**24 the bound is affine in the position: solve bound(m) = 1e-3 from two points
+    b0, b1 = num.error_bound("transformers-float32", [0.0, 1.0], dim=dim, base=base)[:, 1]
+    predicted = (1e-3 - b0) / (b1 - b0)
     scan = np.arange(0, 10**6, 97, dtype=float)
     c, s = num.pipeline_cos_sin("transformers-float32", scan, dim=dim, base=base)
     rc, rs = refimpl.cos_sin(scan, dim=dim, base=base, method="accurate")
@@ -1770,9 +1775,9 @@ full = ...    # max error of the float32 recurrence at M
 def _numerics_rec_sys(ns):
     num = _numerics()
     dim, base, M = ns["dim"], ns["base"], 2**16
-    theta = base ** (-np.arange(0, dim, 2) / dim)
-    theta32 = num.transformers_inv_freq_float32(dim, base).astype(float)
-    w32 = np.exp(1j * theta32).astype(np.complex64).astype(np.complex128)
+    theta = refimpl.inv_freq(dim, base)
+    c1, s1 = num.cos_sin_recurrence([1], dim=dim, base=base, dtype="float32")
+    w32 = (c1 + 1j * s1)[0].astype(np.complex128)  # the recurrence's rounded step
     z = np.exp(1j * M * theta)
     c32, s32 = num.cos_sin_recurrence([M], dim=dim, base=base, dtype="float32")
     return _all(
@@ -2294,13 +2299,16 @@ def _nope_count(ns):
 
 
 def _first_wrong_float32(top: int = 2**25, chunk: int = 2**20) -> int:
-    """First position i < top that rint(1/rn32(1/(i+1)) - 1) does not recover (chunked scan)."""
+    """First position i < top whose float32-rounded output no longer gives i back (chunked)."""
+    from refimpl.numerics import round_to
+
     for start in range(1, top, chunk):
-        pos = np.arange(start, min(start + chunk, top), dtype=np.float64)
-        o32 = (1.0 / (pos + 1.0)).astype(np.float32)
-        wrong = np.nonzero(np.rint(1.0 / o32.astype(np.float64) - 1.0) != pos)[0]
-        if wrong.size:
-            return int(pos[wrong[0]])
+        i = np.arange(start, min(start + chunk, top), dtype=np.float64)
+        stored = np.asarray(round_to(np.reciprocal(i + 1.0), "float32"), dtype=np.float64)
+        recovered = np.rint(np.reciprocal(stored) - 1.0)
+        lost = np.flatnonzero(recovered != i)
+        if lost.size:
+            return int(i[lost[0]])
     raise ValueError(f"float32 recovers every position below {top}")
 
 
@@ -2422,7 +2430,9 @@ magnitude = ...  # the magnitude multiplying cos and sin in llama.cpp
     "ggml multiplies by its own 1 + 0.1 ln(1/freq_scale); attn divides the converter's by it.",
 )
 def _engines_yarn(ns):
-    m = 1 + 0.1 * np.log(32.0)
+    from refimpl.scaling import yarn_attention_scaling
+
+    m = yarn_attention_scaling(factor=32.0)
     return _all(
         grade_value(ns["attn"], 1.0, rtol=1e-6, what="attn", mistakes=[(m, "ggml applies it.")]),
         grade_value(

@@ -15,6 +15,7 @@ import pathlib
 import nbclient
 from nbformat import v4
 
+from . import render
 from .chapters import Chapter
 from .solutions import BINDINGS
 
@@ -27,8 +28,10 @@ _DUMP = (
 
 
 def solution_source(ex) -> str:
-    """The code an instructor's answer cell runs: the chapter's solution plus its binding."""
-    return "\n\n".join([*ex.solution_code, BINDINGS.get(ex.label, "")]).strip() + "\n"
+    """The code an instructor's answer cell runs: the chapter's solution (without the book's
+    build plumbing, which the workbook does not import) plus its binding."""
+    code = [render.strip_plumbing(src) for src in ex.solution_code]
+    return "\n\n".join([*code, BINDINGS.get(ex.label, "")]).strip() + "\n"
 
 
 def with_solutions(nb, chapter: Chapter):
