@@ -21,6 +21,7 @@ import os
 import pathlib
 import re
 import sys
+from html.parser import HTMLParser
 
 import pytest
 
@@ -145,38 +146,24 @@ def toc_chapters(toc_path: pathlib.Path = ROOT / "_toc.yml") -> list[str]:
     return out
 
 
-def _soup(html: str):
-    from bs4 import BeautifulSoup
-
-    return BeautifulSoup(html, "html.parser")
-
-
-def _lines(text: str) -> int:
-    return len(text.strip("\n").splitlines())
-
-
-def shown_code_lines(html: str) -> tuple[int, int]:
-    """Code lines a page shows expanded: (code-cell input lines, literalinclude lines).
-
-    A code cell's input counts unless a ``<details>`` collapses it (tags hide-input,
-    hide-cell); removed inputs (remove-input, remove-cell) are not in the HTML at all. The
-    code of an exercise's solution counts too: its dropdown hides the solution, not the code
-    the reader meets on opening it. Blank lines inside a cell count, as the reader scrolls
-    past them.
-    """
-    soup = _soup(html)
-    article = soup.find("article") or soup
-
-    def shown(selector: str) -> int:
-        return sum(
-            _lines(el.get_text())
-            for el in article.select(selector)
-            if el.find_parent("details") is None
-        )
-
-    return shown("div.cell_input"), shown(f"div.{LITERALINCLUDE_CLASS}")
-
-
+_ARTICLE = re.compile(r"<article\b.*</article>", re.S)
+#: Elements whose text is code, math or machinery, not prose.
+NOT_PROSE = ("pre", "code", "script", "style", "kbd", "samp", "tt")
+_VOID = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+}
 #: Markup that a reader must never see as text (it means a role, a label or math was not
 #: parsed): $...$ math, (eq:label) references, {role}`...` roles (cite, glue, doc, eq, ...).
 RAW_MARKUP = re.compile(
@@ -185,36 +172,104 @@ RAW_MARKUP = re.compile(
     r"|(?P<role>\{[a-z][\w:-]*\}`)"
     r"|(?P<directive>\{(?:cite|glue|numref|doc|eq|ref|prf:ref|term)[:\w-]*\})"
 )
-#: Elements whose text is code, math or machinery, not prose.
-NOT_PROSE = ("pre", "code", "script", "style", "kbd", "samp", "tt")
 
 
-def prose_texts(soup):
-    """(text, element) of every prose text node of the page's article (code and math left out)."""
-    article = soup.find("article") or soup
-    for node in article.find_all(string=True):
-        parent = node.parent
-        if any(parent.find_parent(t) is not None or parent.name == t for t in NOT_PROSE):
-            continue
-        classes = {c for p in [parent, *parent.find_parents()] for c in (p.get("class") or [])}
-        if "math" in classes:
-            continue
-        yield str(node), parent
+class _Page(HTMLParser):
+    """One pass over a built page's article: the code lines it shows expanded, its prose text,
+    its paragraphs and its stderr outputs.
+
+    A code cell's input counts unless a ``<details>`` collapses it (tags hide-input,
+    hide-cell); removed inputs (remove-input, remove-cell) are not in the HTML at all. The
+    code of an exercise's solution counts too: its dropdown hides the solution, not the code
+    the reader meets on opening it. Blank lines inside a cell count, as the reader scrolls
+    past them.
+    """
+
+    COUNTED = ("cell_input", LITERALINCLUDE_CLASS)
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, set[str]]] = []
+        self.code = {k: 0 for k in self.COUNTED}
+        self.prose: list[str] = []
+        self.paragraphs: list[str] = []
+        self.stderr: list[str] = []
+        self._capture: list[tuple[str, int, list[str]]] = []  # (what, depth, texts)
+
+    def _inside(self, pred) -> bool:
+        return any(pred(tag, classes) for tag, classes in self.stack)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _VOID:
+            return
+        classes = set((dict(attrs).get("class") or "").split())
+        self.stack.append((tag, classes))
+        depth = len(self.stack)
+        if tag == "div" and not self._inside(lambda t, c: t == "details"):
+            for kind in self.COUNTED:
+                if kind in classes:
+                    self._capture.append((kind, depth, []))
+        if tag == "p":
+            self._capture.append(("p", depth, []))
+        if tag == "div" and {"output", "stderr"} <= classes:
+            self._capture.append(("stderr", depth, []))
+
+    def handle_endtag(self, tag):
+        if tag in _VOID:
+            return
+        while self.stack:
+            open_tag, _ = self.stack.pop()
+            depth = len(self.stack) + 1
+            while self._capture and self._capture[-1][1] >= depth:
+                what, _, texts = self._capture.pop()
+                text = "".join(texts)
+                if what == "p":
+                    self.paragraphs.append(" ".join(text.split()))
+                elif what == "stderr":
+                    self.stderr.append(text.strip())
+                else:
+                    self.code[what] += _lines(text)
+            if open_tag == tag:
+                break
+
+    def handle_data(self, data):
+        for _, _, texts in self._capture:
+            texts.append(data)
+        if not self._inside(lambda t, c: t in NOT_PROSE or "math" in c):
+            self.prose.append(data)
+
+
+def _page(html: str) -> _Page:
+    m = _ARTICLE.search(html)
+    page = _Page()
+    page.feed(m.group(0) if m else html)
+    page.close()
+    return page
+
+
+def _lines(text: str) -> int:
+    return len(text.strip("\n").splitlines())
+
+
+def shown_code_lines(html: str) -> tuple[int, int]:
+    """Code lines a page shows expanded: (code-cell input lines, literalinclude lines); see
+    :class:`_Page` for what counts."""
+    page = _page(html)
+    return page.code["cell_input"], page.code[LITERALINCLUDE_CLASS]
 
 
 def markup_defects(html: str) -> list[str]:
     """What a reader would see as raw markup or broken layout in a built page."""
-    soup = _soup(html)
-    found = []
-    for p in (soup.find("article") or soup).find_all("p"):
-        text = p.get_text(" ", strip=True)
-        if text.startswith("|") and text.count("|") >= 3:
-            found.append(f"pipe-table text in a paragraph: {text[:80]!r}")
-    for text, _ in prose_texts(soup):
+    page = _page(html)
+    found = [
+        f"pipe-table text in a paragraph: {p[:80]!r}"
+        for p in page.paragraphs
+        if p.startswith("|") and p.count("|") >= 3
+    ]
+    for text in page.prose:
         for m in RAW_MARKUP.finditer(text):
             found.append(f"raw markup {m.group(0)[:60]!r} in {text.strip()[:80]!r}")
-    for out in soup.select("div.output.stderr"):
-        found.append(f"stderr output shown: {out.get_text()[:120].strip()!r}")
+    found += [f"stderr output shown: {t[:120]!r}" for t in page.stderr]
     return found
 
 
