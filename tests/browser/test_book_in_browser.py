@@ -164,9 +164,12 @@ _PROSE = """() => {
     .forEach(el => el.remove());
   return article.innerText;
 }"""
-_PIPE_PARAGRAPHS = """() => Array.from(document.querySelectorAll('article p'))
-  .map(p => p.innerText.trim()).filter(t => t.startsWith('|') && t.split('|').length > 3)
-  .map(t => t.slice(0, 80))"""
+# Paragraphs whose text (math left out) reads as rows of a pipe table.
+_PIPE_PARAGRAPHS = """() => Array.from(document.querySelectorAll('article p')).map(p => {
+    const copy = p.cloneNode(true);
+    copy.querySelectorAll('mjx-container, .math').forEach(el => el.remove());
+    return copy.textContent.trim();
+  }).filter(t => t.startsWith('|') && t.split('|').length > 3).map(t => t.slice(0, 80))"""
 
 
 def _clipped(equations: list[dict]) -> list[str]:
