@@ -76,10 +76,16 @@ def built(tmp_path_factory):
     ):  # what chapters read by relative paths
         if (ROOT / top).is_dir():
             (root / top).symlink_to(ROOT / top, target_is_directory=True)
-    book_build = BUILD if HAVE_BUILT_BOOK else None
-    written = wb.build(BOOK, root / "workbook", built=book_build)
-    wb.build(BOOK, root / "instructor", instructor=True, built=book_build)
+    written = wb.build(BOOK, root / "workbook", built=BUILD if HAVE_BUILT_BOOK else None)
     return root, written
+
+
+@pytest.fixture(scope="module")
+def instructor(built):
+    """The instructor notebooks, built apart from the student's (beside them, not inside)."""
+    root, _ = built
+    wb.build(BOOK, root / "instructor", instructor=True, built=BUILD if HAVE_BUILT_BOOK else None)
+    return root / "instructor"
 
 
 # --- coverage -------------------------------------------------------------------------------
@@ -161,13 +167,13 @@ def test_every_helper_module_the_notebooks_import_is_copied(built):
                 assert (root / "workbook" / f"{name}.py").is_file(), (nb_path.name, name)
 
 
-def test_the_student_build_writes_no_solution_anywhere_in_its_folder(built):
+def test_the_student_build_writes_no_solution_anywhere_in_its_folder(built, instructor):
     root, _ = built
     for f in (root / "workbook").rglob("*"):
         if f.is_file():
             text = f.read_text(encoding="utf8", errors="replace")
             assert wb.BEGIN not in text and '"solution": true' not in text, f
-    assert (root / "instructor").is_dir() and not (root / "workbook" / "instructor").exists()
+    assert instructor.is_dir() and not instructor.is_relative_to(root / "workbook")
 
 
 def _solution_lines(ex: Exercise, allowed: set[str]) -> set[str]:
@@ -321,10 +327,9 @@ def test_the_alibi_check_takes_the_unused_slopes_in_any_form(capsys):
         assert "[ex-alibi-six] PASS" in capsys.readouterr().out, unused
 
 
-def test_instructor_notebooks_follow_nbgrader(built):
-    root, _ = built
+def test_instructor_notebooks_follow_nbgrader(instructor):
     path, ch = next(iter(WITH_EXERCISES.items()))
-    nb = nbformat.read((root / "instructor" / path.relative_to(BOOK)).with_suffix(".ipynb"), 4)
+    nb = nbformat.read((instructor / path.relative_to(BOOK)).with_suffix(".ipynb"), 4)
     answers = [c for c in nb.cells if _role(c, "answer")]
     grades = [c for c in nb.cells if _role(c, "check")]
     assert len(answers) == len(grades) == len(ch.exercises)
@@ -382,8 +387,11 @@ def test_plumbing_is_stripped_from_worked_code():
         '    glue(f"k{k}", k, display=False)\n'
     )
     assert render.strip_plumbing(src) == (
-        "from _plots import plot_x\nx = 1\nfig = plot_x(x)\nfor k in range(2):\n    pass"
+        "import sys\nfrom _plots import plot_x\nx = 1\nfig = plot_x(x)\nfor k in range(2):\n"
+        "    pass"
     )
+    multi = "from _plots import (\n    plot_x,\n    use_book_style,\n)\nuse_book_style()"
+    assert render.strip_plumbing(multi) == "from _plots import plot_x"
     assert render.strip_plumbing('from myst_nb import glue\nglue("a", 1, display=False)') == ""
 
 

@@ -20,6 +20,9 @@ from .chapters import Chapter
 from .solutions import BINDINGS
 
 STUB_MARK, SOLVED_MARK = "@@workbook-stub@@", "@@workbook-solved@@"
+#: Seconds a kernel may take to start: nbclient's 60 s is too short on a loaded 2-core machine
+#: running several notebooks at once.
+KERNEL_STARTUP_S = 300
 _DUMP = (
     "import json as _json, workbook_checks as _wc\n"
     "print({mark!r} + _json.dumps({{k: [bool(g), g.hint] for k, g in _wc.RESULTS.items()}}))\n"
@@ -69,7 +72,11 @@ def run(nb, chapter: Chapter, cwd: pathlib.Path, *, timeout: int = 600) -> tuple
     """
     nb = with_solutions(nb, chapter)
     client = nbclient.NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+        nb,
+        timeout=timeout,
+        startup_timeout=KERNEL_STARTUP_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
     )
     client.execute()
     return _verdicts(nb, STUB_MARK), _verdicts(nb, SOLVED_MARK)

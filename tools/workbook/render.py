@@ -95,20 +95,18 @@ class BookBuild:
         return bool(self.numbers or self.glue)
 
 
-def numbers_of_page(html: str) -> dict[str, str]:
-    """The numbered things of one built page: equations, theorems and the like, figures."""
-    from bs4 import BeautifulSoup
+_EQNO_RE = re.compile(r'<span class="eqno">([^<]*)<a class="headerlink" href="#([^"]+)"')
+_NUMBERED_RE = re.compile(
+    r'<(?:div class="proof[^"]*"|figure[^>]*?) id="([^"]+)">\s*(?:<[^>]*>\s*)*?'
+    r'<span class="caption-number">([^<]+)</span>'
+)
 
-    soup = BeautifulSoup(html, "html.parser")
-    out = {}
-    for eqno in soup.select("span.eqno"):
-        link = eqno.find("a", class_="headerlink")
-        if link and link.get("href", "").startswith("#"):
-            out[link["href"][1:]] = "".join(eqno.find_all(string=True, recursive=False)).strip()
-    for box in soup.select("div.proof[id], figure[id]"):
-        number = box.select_one("span.caption-number")
-        if number is not None:
-            out[box["id"]] = number.get_text().strip()
+
+def numbers_of_page(html: str) -> dict[str, str]:
+    """The numbered things of one built page: equations ("(27)"), theorems and the like
+    ("Theorem 4"), figures ("Fig. 7"), by their HTML id."""
+    out = {target: number.strip() for number, target in _EQNO_RE.findall(html)}
+    out.update({ident: number.strip() for ident, number in _NUMBERED_RE.findall(html)})
     return out
 
 
@@ -411,11 +409,12 @@ def strip_plumbing(source: str) -> str:
                 drop.update(range(stmt.lineno - 1, stmt.end_lineno))
                 continue
             kept += 1
-            if isinstance(stmt, ast.ImportFrom) and stmt.lineno == stmt.end_lineno:
+            if isinstance(stmt, ast.ImportFrom):
                 new = _trimmed_import(stmt)
                 if new is not None:
                     indent = lines[stmt.lineno - 1][: stmt.col_offset]
                     replace[stmt.lineno - 1] = indent + new
+                    drop.update(range(stmt.lineno, stmt.end_lineno))
             for field in ("body", "orelse", "finalbody"):
                 inner = getattr(stmt, field, None)
                 if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
@@ -431,26 +430,7 @@ def strip_plumbing(source: str) -> str:
 
     visit(tree.body)
     out = [replace.get(i, line) for i, line in enumerate(lines) if i not in drop or i in replace]
-    text = "\n".join(out)
-    text = _drop_unused_sys(text)
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
-
-
-def _drop_unused_sys(source: str) -> str:
-    """Remove ``import sys`` / ``import pathlib`` lines when nothing else uses the module."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return source
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    lines = source.split("\n")
-    drop = set()
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Import) and all(
-            a.name in ("sys",) and (a.asname or a.name) not in used for a in stmt.names
-        ):
-            drop.update(range(stmt.lineno - 1, stmt.end_lineno))
-    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
 
 
 def uses_book_style(sources: list[str]) -> bool:
