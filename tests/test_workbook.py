@@ -51,6 +51,11 @@ RUN_ALL_IN_MAKE_TEST = ("experiments/nope-partial", "rope", "models-hybrid")
 BUILD = pathlib.Path(os.environ.get("REFIMPL_BOOK_HTML", ROOT / "_build" / "html")).parent
 BUILT_BOOK_REQUIRED = os.environ.get("REFIMPL_BUILT_BOOK") == "1"
 HAVE_BUILT_BOOK = (BUILD / "html" / "index.html").is_file()
+#: The workbook the book build wrote (book/_ext/workbook_downloads.py). When the run requires a
+#: fresh built book (make test), the tests read it, as readers download it, instead of
+#: building another.
+BUILT_WORKBOOK = BUILD / "html" / "_workbook"
+FROM_BUILD = BUILT_BOOK_REQUIRED and (BUILT_WORKBOOK / wb.CHECKS_FILE).is_file()
 
 
 def _id(p: pathlib.Path) -> str:
@@ -76,7 +81,13 @@ def built(tmp_path_factory):
     ):  # what chapters read by relative paths
         if (ROOT / top).is_dir():
             (root / top).symlink_to(ROOT / top, target_is_directory=True)
-    written = wb.build(BOOK, root / "workbook", built=BUILD if HAVE_BUILT_BOOK else None)
+    if FROM_BUILD:
+        (root / "workbook").symlink_to(BUILT_WORKBOOK, target_is_directory=True)
+        written = [
+            (root / "workbook" / p.relative_to(BOOK)).with_suffix(".ipynb") for p in WITH_EXERCISES
+        ]
+    else:
+        written = wb.build(BOOK, root / "workbook", built=BUILD if HAVE_BUILT_BOOK else None)
     return root, written
 
 
@@ -488,12 +499,32 @@ def test_student_notebook_reads_like_the_book(path, built):
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
+    if FROM_BUILD:
+        return next((BUILT_WORKBOOK / "_wheel").glob("refimpl-*.whl"))
     return downloads.build_wheel(ROOT, tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def chapter_zips(built, wheel):
+    """``{docname: the chapter's standalone zip}``."""
+    root, _ = built
+    if not FROM_BUILD:
+        return wb.write_downloads(BOOK, root / "workbook", wheel_dir=wheel.parent)
+    zips = {}
+    for path in WITH_EXERCISES:
+        rel = path.relative_to(BOOK)
+        z = BUILT_WORKBOOK / rel.parent / f"refimpl-{rel.stem}.zip"
+        if z.is_file():
+            zips[f"book/{_id(path)}"] = z
+    return zips
 
 
 def test_zip_holds_the_workbook_its_data_the_package_and_a_readme(built, wheel, tmp_path):
     root, written = built
-    z = wb.make_zip(root / "workbook", tmp_path / "wb.zip", wheel=wheel)
+    if FROM_BUILD:
+        z = BUILT_WORKBOOK / "refimpl-workbook.zip"
+    else:
+        z = wb.make_zip(root / "workbook", tmp_path / "wb.zip", wheel=wheel)
     names = set(zipfile.ZipFile(z).namelist())
     assert {f"workbook/{p.relative_to(root / 'workbook').as_posix()}" for p in written} <= names
     assert "workbook/workbook_checks.py" in names and wheel.name in names
@@ -502,9 +533,8 @@ def test_zip_holds_the_workbook_its_data_the_package_and_a_readme(built, wheel, 
     assert f"pip install {wheel.name}" in readme and "-e ." not in readme
 
 
-def test_each_chapter_download_holds_what_its_notebook_needs(built, wheel):
-    root, _ = built
-    zips = wb.write_downloads(BOOK, root / "workbook", wheel_dir=wheel.parent)
+def test_each_chapter_download_holds_what_its_notebook_needs(chapter_zips, wheel):
+    zips = chapter_zips
     assert set(zips) == {f"book/{_id(p)}" for p in WITH_EXERCISES}
     names = set(zipfile.ZipFile(zips["book/experiments/nope-partial"]).namelist())
     top = "refimpl-nope-partial"
@@ -531,12 +561,10 @@ def _kernel_for(venv: pathlib.Path, where: pathlib.Path) -> dict:
 
 
 @pytest.mark.skipif(not FULL, reason="installs a venv: `make test-workbook` runs it")
-def test_a_chapter_download_installs_and_runs_without_a_clone(built, wheel, tmp_path, monkeypatch):
+def test_a_chapter_download_installs_and_runs_without_a_clone(chapter_zips, tmp_path, monkeypatch):
     import nbclient
 
-    root, _ = built
-    zips = wb.write_downloads(BOOK, root / "workbook", wheel_dir=wheel.parent)
-    zipfile.ZipFile(zips["book/experiments/nope-partial"]).extractall(tmp_path)
+    zipfile.ZipFile(chapter_zips["book/experiments/nope-partial"]).extractall(tmp_path)
     folder = tmp_path / "refimpl-nope-partial"
     readme = (folder / "README.md").read_text(encoding="utf8")
     install = next(ln.strip() for ln in readme.splitlines() if "/bin/pip install" in ln)
