@@ -34,8 +34,9 @@ from _common import print_table
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def timed(cmd: list[str], cwd: pathlib.Path, env: dict | None = None) -> tuple[float, float]:
-    """Run ``cmd`` to completion; return (wall seconds, CPU seconds of all its processes)."""
+def timed(cmd: list[str], cwd: pathlib.Path, env: dict | None = None) -> tuple[float, float, int]:
+    """Run ``cmd`` to completion; return (wall seconds, CPU seconds of all its processes, exit
+    status). A failing phase is timed and reported, and the phases after it still run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
@@ -43,9 +44,9 @@ def timed(cmd: list[str], cwd: pathlib.Path, env: dict | None = None) -> tuple[f
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr)[-3000:]
-        raise SystemExit(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{tail}")
-    return wall, cpu
+        tail = (proc.stdout + proc.stderr)[-1500:]
+        print(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{tail}", flush=True)
+    return wall, cpu, proc.returncode
 
 
 def phases(repo: pathlib.Path) -> list[tuple[str, float, float]]:
@@ -69,10 +70,11 @@ def phases(repo: pathlib.Path) -> list[tuple[str, float, float]]:
     ]
     rows = []
     for name, cmd, step_env in steps:
-        wall, cpu = timed(cmd, repo, step_env)
-        rows.append((name, wall, cpu))
-        print(f"{name}: {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
-    wall, cpu = timed([jb, "build", ".", "--all"], repo, env)
+        wall, cpu, status = timed(cmd, repo, step_env)
+        label = name if status == 0 else f"{name} [exit {status}]"
+        rows.append((label, wall, cpu))
+        print(f"{label}: {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
+    wall, cpu, _ = timed([jb, "build", ".", "--all"], repo, env)
     rows.append(("(after) book rebuild from the warm cache: build alone", wall, cpu))
     return rows
 
