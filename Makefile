@@ -6,13 +6,15 @@ STAMP  := $(VENV)/.installed
 TORCH_STAMP   := $(VENV)/.installed-torch
 BROWSER_STAMP := $(VENV)/.installed-browser
 JB     := $(VENV)/bin/jupyter-book
+# pytest-xdist workers for the test targets (auto: one per core).
+PYTEST_JOBS ?= auto
 
 .PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu \
 	test-browser clean experiments bench
 
 help:
 	@echo "make book         build the book into _build/html (offline; open _build/html/index.html)"
-	@echo "make test         lint, unit/property/doctest/notebook tests, and a clean -W book build"
+	@echo "make test         lint, a clean -W book build (every page executed once), then the tests"
 	@echo "make test-fast    the pytest suite only (no lint, no book build)"
 	@echo "make test-parity  parity tests against transformers / rotary-embedding-torch (installs torch 2.13.0 CPU)"
 	@echo "make test-gpu     GPU parity tests (run on the CPU when CUDA is absent)"
@@ -66,14 +68,17 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix $(LINTED)
 
 test-fast: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -n $(PYTEST_JOBS)
 
-# Every page is executed once: pytest skips the pages the -W book build executes.
+# Every page is executed once, by the -W book build (book/_ext/parallel_execute.py runs the
+# notebooks on every core); pytest then skips those pages and reads the built book
+# (REFIMPL_BUILT_BOOK=1: the shown-code budget, raw markup, the workbook).
 test: $(STAMP) lint
-	REFIMPL_BOOK_BUILD_EXECUTES=1 HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q
 	rm -rf _build
 	$(JB) build . -W --keep-going --all
 	@echo "Book built from a clean cache with zero warnings."
+	REFIMPL_BOOK_BUILD_EXECUTES=1 REFIMPL_BUILT_BOOK=1 HYPOTHESIS_PROFILE=ci \
+		$(VENV)/bin/pytest -q -n $(PYTEST_JOBS)
 
 test-parity: $(TORCH_STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -m parity tests/parity
@@ -82,7 +87,7 @@ test-gpu: $(TORCH_STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m gpu tests/gpu
 
 test-browser: $(BROWSER_STAMP) book
-	REFIMPL_BROWSER_TESTS=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/browser
+	REFIMPL_BROWSER_TESTS=1 $(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_JOBS) tests/browser
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis artifacts

@@ -1,15 +1,32 @@
-"""Test-suite wall time: collection only (the floor), the suite without notebooks, and the full
-suite (HYPOTHESIS_PROFILE=ci), each run once in a subprocess.
+"""`make test` from a fresh clone, phase by phase: wall time and CPU time (user + sys of every
+process the phase started, kernels and workers included).
 
-Run: .venv/bin/python benchmarks/bench_tests.py
+The phases are those of `make test`, run in a clone of the repository's HEAD in a temporary
+folder (uncommitted changes are not in it), as CI sees it:
+
+1. venv: `make venv` (the virtual environment from the warm pip cache);
+2. lint: `make lint`;
+3. book: `jupyter-book build . -W --keep-going --all` from an empty cache (every page executed
+   once, in parallel, then the build);
+4. pytest: the suite as `make test` runs it (it skips the pages the build executed).
+
+After them, a rebuild of the book from its warm cache (`--all`, nothing executed) gives the
+build alone; the book phase minus it is the notebooks' execution. On a shared machine the wall
+times grow with the load while CPU times barely change: compare CPU times between runs, and
+wall times only on a quiet machine. CPU / wall above 1 means the phase used several cores.
+
+Run: .venv/bin/python benchmarks/bench_tests.py [--keep DIR]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import pathlib
+import resource
+import shutil
 import subprocess
-import sys
+import tempfile
 import time
 
 from _common import print_table
@@ -17,27 +34,94 @@ from _common import print_table
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def run(*args: str) -> float:
-    env = dict(os.environ, HYPOTHESIS_PROFILE="ci")
+def timed(cmd: list[str], cwd: pathlib.Path, env: dict | None = None) -> tuple[float, float, int]:
+    """Run ``cmd`` to completion; return (wall seconds, CPU seconds of all its processes, exit
+    status). A failing phase is timed and reported, and the phases after it still run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=ROOT,
-        env=env,
-        check=False,
-        capture_output=True,
-    )
-    return time.perf_counter() - t0
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr)[-1500:]
+        print(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{tail}", flush=True)
+    return wall, cpu, proc.returncode
+
+
+def phases(repo: pathlib.Path) -> list[tuple[str, float, float]]:
+    env = dict(os.environ, HYPOTHESIS_PROFILE="ci")
+    env.pop("VIRTUAL_ENV", None)
+    jb = str(repo / ".venv" / "bin" / "jupyter-book")
+    pytest_env = dict(env, REFIMPL_BOOK_BUILD_EXECUTES="1", REFIMPL_BUILT_BOOK="1")
+    steps = [
+        ("venv (make venv, warm pip cache)", ["make", "venv"], env),
+        ("lint (make lint)", ["make", "lint"], env),
+        (
+            "book: execution + build (-W, empty cache)",
+            [jb, "build", ".", "-W", "--keep-going", "--all"],
+            env,
+        ),
+        (
+            "pytest (as make test runs it)",
+            [str(repo / ".venv" / "bin" / "pytest"), "-q", "-n", "auto"],
+            pytest_env,
+        ),
+    ]
+    rows = []
+    for name, cmd, step_env in steps:
+        wall, cpu, status = timed(cmd, repo, step_env)
+        label = name if status == 0 else f"{name} [exit {status}]"
+        rows.append((label, wall, cpu))
+        print(f"{label}: {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
+    wall, cpu, _ = timed([jb, "build", ".", "--all"], repo, env)
+    rows.append(("(after) book rebuild from the warm cache: build alone", wall, cpu))
+    return rows
 
 
 def main():
-    floor = run("--collect-only")
-    rows = [("collection only: floor", floor, 1.0)]
-    fast = run("-m", "not notebook")
-    rows.append(("suite without notebooks", fast, fast / floor))
-    full = run()
-    rows.append(("full suite (make test-fast)", full, full / floor))
-    print_table("pytest wall time", rows, ("run", "seconds", "/ floor"))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keep", type=pathlib.Path, help="clone into DIR and keep it")
+    args = ap.parse_args()
+    tmp = None
+    if args.keep:
+        repo = args.keep
+    else:
+        tmp = tempfile.mkdtemp(prefix="refimpl-bench-tests-")
+        repo = pathlib.Path(tmp) / "repo"
+    try:
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
+        rows = phases(repo)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    make_test = rows[:4]
+    total_wall = sum(r[1] for r in make_test)
+    total_cpu = sum(r[2] for r in make_test)
+    book, rebuild = rows[2], rows[4]
+    table = [(name, wall, cpu, cpu / wall if wall else 0.0) for name, wall, cpu in rows]
+    table.insert(
+        4,
+        (
+            "make test from a fresh clone (sum of the four)",
+            total_wall,
+            total_cpu,
+            total_cpu / total_wall,
+        ),
+    )
+    table.append(
+        (
+            "(difference) notebooks' execution",
+            book[1] - rebuild[1],
+            book[2] - rebuild[2],
+            (book[2] - rebuild[2]) / max(book[1] - rebuild[1], 1e-9),
+        )
+    )
+    print_table(
+        f"make test from a fresh clone ({os.cpu_count()} CPUs)",
+        table,
+        ("phase", "wall s", "CPU s", "CPU / wall"),
+    )
 
 
 if __name__ == "__main__":

@@ -409,7 +409,9 @@ def test_p_rope_keeps_the_highest_frequencies_of_the_whole_head():
     assert s == 1.0
 
 
-@pytest.mark.parametrize("enc", [PartialRoPE(16, 8), ProportionalRoPE(16, 0.5)], ids=str)
+@pytest.mark.parametrize(
+    "enc", [PartialRoPE(16, 8), ProportionalRoPE(16, 0.5)], ids=lambda enc: type(enc).__name__
+)
 def test_variant_scores_depend_only_on_relative_position(enc):
     rng = np.random.default_rng(0)
     q, k = rng.normal(size=(1, 1, 16)), rng.normal(size=(1, 1, 16))

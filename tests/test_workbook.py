@@ -1,7 +1,16 @@
 """The student workbook (tools/workbook): every exercise of the book has a check; the student
-notebooks hold the chapter without its solutions; run with their stubs every check fails with a
-hint and nothing crashes; run with the book's solutions injected every check passes; the
-instructor notebooks follow nbgrader's conventions; the Sphinx extension links the downloads.
+notebooks hold the chapter without its solutions and read like the book (titled theorems, the
+figures, the glued values, numbered equations, no build plumbing, every helper module copied);
+run with their stubs every check fails with a hint and nothing crashes; run with the book's
+solutions injected every check passes; no check output gives a reference value away; the
+instructor notebooks follow nbgrader's conventions and live apart; each chapter's download
+installs and runs without a clone; the Sphinx extension links the downloads.
+
+With a built book in ``_build`` (``make test`` builds it first and sets REFIMPL_BUILT_BOOK=1,
+which makes it required) the notebooks are rendered with its numbers, values and figures.
+``make test-workbook`` (REFIMPL_WORKBOOK_FULL=1) runs every notebook whole (Run All) and
+installs a chapter's download into a fresh virtual environment; ``make test`` runs whole the
+notebooks of :data:`RUN_ALL_IN_MAKE_TEST` and the statements the exercises need of the others.
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ import ast
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -25,24 +35,43 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(BOOK / "_ext"))
 
 from workbook import build as wb  # noqa: E402
-from workbook import checks, execute, slicing  # noqa: E402
+from workbook import checks, downloads, execute, render, slicing  # noqa: E402
 from workbook.chapters import Code, Exercise, read_chapter  # noqa: E402
 
 CHAPTERS = {p: read_chapter(p) for p in wb.chapter_paths(BOOK)}
 WITH_EXERCISES = {p: ch for p, ch in CHAPTERS.items() if ch.exercises}
 LABELS = {ex.label: p for p, ch in WITH_EXERCISES.items() for ex in ch.exercises}
 #: REFIMPL_WORKBOOK_FULL=1 runs each whole student notebook (Run All) instead of the worked
-#: statements its exercises need (tools/workbook/slicing.py): about twice as long.
+#: statements its exercises need (tools/workbook/slicing.py), and installs a download.
 FULL = os.environ.get("REFIMPL_WORKBOOK_FULL") == "1"
+#: Notebooks that `make test` runs whole (Run All) on top of the sliced run of every notebook:
+#: one per kind of thing a notebook needs (a helper module beside _plots and data files read
+#: by relative path from a subfolder; SymPy proofs and figures; real configs and tables).
+RUN_ALL_IN_MAKE_TEST = ("experiments/nope-partial", "rope", "models-hybrid")
+BUILD = pathlib.Path(os.environ.get("REFIMPL_BOOK_HTML", ROOT / "_build" / "html")).parent
+BUILT_BOOK_REQUIRED = os.environ.get("REFIMPL_BUILT_BOOK") == "1"
+HAVE_BUILT_BOOK = (BUILD / "html" / "index.html").is_file()
+#: The workbook the book build wrote (book/_ext/workbook_downloads.py). When the run requires a
+#: fresh built book (make test), the tests read it, as readers download it, instead of
+#: building another.
+BUILT_WORKBOOK = BUILD / "html" / "_workbook"
+FROM_BUILD = BUILT_BOOK_REQUIRED and (BUILT_WORKBOOK / wb.CHECKS_FILE).is_file()
 
 
 def _id(p: pathlib.Path) -> str:
     return str(p.relative_to(BOOK).with_suffix(""))
 
 
+def _require_built_book():
+    if BUILT_BOOK_REQUIRED and not HAVE_BUILT_BOOK:
+        pytest.fail(f"no built book in {BUILD}: `make test` builds it before pytest runs")
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The workbook built into a temporary folder laid out as in the repository."""
+    """The student workbook (and, apart, the instructor's) built into a temporary folder laid
+    out as in the repository, rendered with the built book when there is one."""
+    _require_built_book()
     root = tmp_path_factory.mktemp("wb")
     for top in (
         "experiments",
@@ -52,8 +81,30 @@ def built(tmp_path_factory):
     ):  # what chapters read by relative paths
         if (ROOT / top).is_dir():
             (root / top).symlink_to(ROOT / top, target_is_directory=True)
-    written = wb.build(BOOK, root / "workbook", instructor=root / "instructor")
+    if FROM_BUILD:
+        # real folders holding links to the built files: a notebook's relative paths
+        # (../tests/parity/configs) then resolve from root/workbook, not from _build/html
+        for src in sorted(BUILT_WORKBOOK.rglob("*")):
+            dst = root / "workbook" / src.relative_to(BUILT_WORKBOOK)
+            if src.is_dir():
+                dst.mkdir(parents=True, exist_ok=True)
+            else:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.symlink_to(src)
+        written = [
+            (root / "workbook" / p.relative_to(BOOK)).with_suffix(".ipynb") for p in WITH_EXERCISES
+        ]
+    else:
+        written = wb.build(BOOK, root / "workbook", built=BUILD if HAVE_BUILT_BOOK else None)
     return root, written
+
+
+@pytest.fixture(scope="module")
+def instructor(built):
+    """The instructor notebooks, built apart from the student's (beside them, not inside)."""
+    root, _ = built
+    wb.build(BOOK, root / "instructor", instructor=True, built=BUILD if HAVE_BUILT_BOOK else None)
+    return root / "instructor"
 
 
 # --- coverage -------------------------------------------------------------------------------
@@ -124,6 +175,31 @@ def test_one_student_notebook_per_chapter(built):
         assert (root / "workbook" / name).is_file()
 
 
+def test_every_helper_module_the_notebooks_import_is_copied(built):
+    root, written = built
+    for nb_path in written:
+        nb = nbformat.read(nb_path, as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        for a, b in wb.IMPORT_RE.findall(code):
+            name = a or b
+            if (BOOK / f"{name}.py").is_file():
+                assert (root / "workbook" / f"{name}.py").is_file(), (nb_path.name, name)
+
+
+def test_the_student_build_writes_no_solution_anywhere_in_its_folder(built, instructor):
+    root, _ = built
+    for f in (root / "workbook").rglob("*"):
+        if f.is_file() and f.suffix in (".ipynb", ".py", ".md"):
+            text = f.read_text(encoding="utf8")
+            assert wb.BEGIN not in text and '"solution": true' not in text, f
+        elif f.suffix == ".zip":
+            with zipfile.ZipFile(f) as z:
+                for name in z.namelist():
+                    if name.endswith((".ipynb", ".py", ".md")):
+                        assert wb.BEGIN.encode() not in z.read(name), (f, name)
+    assert instructor.is_dir() and not instructor.is_relative_to(root / "workbook")
+
+
 def _solution_lines(ex: Exercise, allowed: set[str]) -> set[str]:
     """Distinctive lines of a solution: code lines and prose sentences not found elsewhere."""
     lines = {ln.strip() for src in ex.solution_code for ln in src.splitlines()}
@@ -159,10 +235,125 @@ def test_student_notebooks_hold_no_solution_and_no_output(built):
                 assert cell.outputs == [] and cell.execution_count is None
 
 
-def test_instructor_notebooks_follow_nbgrader(built):
-    root, _ = built
+#: Lines a check shares with a solution that are the exercise's given inputs or the data it
+#: reads, stated in its prompt or stub, not a way to the answer.
+GIVEN_INPUTS = {
+    "ex-cope-words": "the gates of the prompt's sentence",
+    "ex-cope-interpolation": "the prompt's embeddings",
+    "ex-pi-order": "the two float32 products the stub names",
+    "ex-yarn-range": "Qwen2.5's d, b and L from the prompt",
+    "ex-graph-path": "the 12-node path and T5's bucket arguments from the stub",
+    "ex-pixtral-axial": "the 6 x 6 grid of the stub",
+    "ex-models-index-width": "reading hidden_size and the head count from each config",
+    "ex-numerics-drift-bound": "the positions m and m + r of the prompt, and a maximum",
+    "ex-numerics-twoproduct": "the stub's m and theta",
+    "ex-numerics-predict-1e3": "the stub's scan (step 97, below 1e6) and a maximum",
+}
+
+
+def _refimpl_names() -> set[str]:
+    import importlib
+    import pkgutil
+
+    import refimpl
+
+    names = set(refimpl.__all__)
+    for info in pkgutil.iter_modules(refimpl.__path__):
+        names.add(info.name)
+        module = importlib.import_module(f"refimpl.{info.name}")
+        names |= {n for n in dir(module) if not n.startswith("__")}
+    return names - set(dir(__builtins__))
+
+
+def _calls_refimpl_or_imports(line: str, names: set[str]) -> bool:
+    """A line that imports, assigns a literal, or calls into refimpl: how a check gets its
+    reference (never by re-deriving it)."""
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:  # a continuation line: judge its calls by name
+        return bool(re.search(r"\b(refimpl|num)\.", line)) or any(
+            f"{n}(" in line for n in names if len(n) > 3
+        )
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        if isinstance(node, ast.Call):
+            root = node.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            called = called or (node.func.id if isinstance(node.func, ast.Name) else None)
+            if (isinstance(root, ast.Name) and root.id in ("refimpl", "num")) or called in names:
+                return True
+    if tree.body and isinstance(tree.body[0], ast.Assign):
+        try:
+            ast.literal_eval(tree.body[0].value)
+            return True
+        except ValueError:
+            pass
+    return False
+
+
+def test_the_checks_file_holds_no_solution_code():
+    """A solution line found in workbook_checks.py must be what the student sees anyway (the
+    prompt, the stub, the worked code), an import, a literal, a call into refimpl (the
+    reference is computed by the package at check time) or the exercise's given inputs."""
+    shipped = {ln.strip() for ln in wb.checks_source().splitlines()}
+    names = _refimpl_names()
+    leaked = {}
+    for ch in WITH_EXERCISES.values():
+        seen = {
+            ln.strip()
+            for p in ch.parts
+            if not isinstance(p, Exercise)
+            for ln in p.source.splitlines()
+        }
+        for ex in ch.exercises:
+            seen |= {
+                ln.strip() for ln in (ex.prompt + "\n" + checks.CHECKS[ex.label].stub).splitlines()
+            }
+        for ex in ch.exercises:
+            if ex.label in GIVEN_INPUTS:
+                continue
+            lines = {ln.strip() for src in ex.solution_code for ln in src.splitlines()}
+            bad = [
+                ln
+                for ln in lines
+                if len(ln) > 24
+                and ln in shipped
+                and ln not in seen
+                and not ln.startswith("#")
+                and not _calls_refimpl_or_imports(ln, names)
+            ]
+            if bad:
+                leaked[ex.label] = bad
+    assert not leaked, f"solution lines in workbook_checks.py: {leaked}"
+
+
+def test_a_failing_check_does_not_print_the_reference(capsys):
+    checks.check("ex-pi-resolution", {"turn": 2 * np.pi, "answer": np.ones(32)})
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "50.26" not in out and "reference is" not in out, out
+    checks.check("ex-sin-table", {"table": np.zeros((50, 16))})
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "expected" not in out and "max error" not in out, out
+
+
+def test_the_alibi_check_takes_the_unused_slopes_in_any_form(capsys):
+    answer = 2.0 ** -np.array([2, 4, 6, 8, 1, 3])
+    for unused in (
+        {2.0**-5, 2.0**-7},
+        [2.0**-7, 2.0**-5],
+        (2.0**-5, 2.0**-7),
+        np.array([2.0**-5, 2.0**-7]),
+    ):
+        checks.check("ex-alibi-six", {"answer": answer, "unused": unused})
+        assert "[ex-alibi-six] PASS" in capsys.readouterr().out, unused
+
+
+def test_instructor_notebooks_follow_nbgrader(instructor):
     path, ch = next(iter(WITH_EXERCISES.items()))
-    nb = nbformat.read((root / "instructor" / path.relative_to(BOOK)).with_suffix(".ipynb"), 4)
+    nb = nbformat.read((instructor / path.relative_to(BOOK)).with_suffix(".ipynb"), 4)
     answers = [c for c in nb.cells if _role(c, "answer")]
     grades = [c for c in nb.cells if _role(c, "check")]
     assert len(answers) == len(grades) == len(ch.exercises)
@@ -204,18 +395,210 @@ def test_no_worked_code_reads_a_name_only_a_solution_defines():
                 defined |= stores
 
 
-def test_glued_values_are_displayed_in_the_workbook():
-    src = 'x = 1\nglue("fig", fig, display=False)\n  glue("v", float(x), display=False)\nclose()'
-    assert wb.show_glued(src) == 'x = 1\nglue("fig", fig)\n  glue("v", float(x))\nclose()'
+def test_plumbing_is_stripped_from_worked_code():
+    src = (
+        "import sys\n"
+        'sys.path.insert(0, "..")\n'
+        "from myst_nb import glue\n"
+        "from _plots import glue_figure, plot_x, use_book_style\n"
+        "use_book_style()\n"
+        "x = 1\n"
+        'glue("x", x, display=False)\n'
+        "fig = plot_x(x)\n"
+        'glue_figure("fig_x", fig)\n'
+        "plt.close(fig)\n"
+        "for k in range(2):\n"
+        '    glue(f"k{k}", k, display=False)\n'
+    )
+    assert render.strip_plumbing(src) == (
+        "import sys\nfrom _plots import plot_x\nx = 1\nfig = plot_x(x)\nfor k in range(2):\n"
+        "    pass"
+    )
+    multi = "from _plots import (\n    plot_x,\n    use_book_style,\n)\nuse_book_style()"
+    assert render.strip_plumbing(multi) == "from _plots import plot_x"
+    assert render.strip_plumbing('from myst_nb import glue\nglue("a", 1, display=False)') == ""
 
 
-def test_zip_holds_the_workbook_and_its_data(built, tmp_path):
+def _context(**book):
+    return render.Context(
+        docname="book/rope",
+        book=render.BookBuild(**book),
+        titles={"book/pairings": "Pairings and checkpoints", "book/intro": "refimpl"},
+        notebooks={"book/rope": "rope.ipynb", "book/pairings": "pairings.ipynb"},
+        citations={"su2021roformer": "Su et al., 2021"},
+    )
+
+
+def test_myst_becomes_markdown_that_reads_like_the_book():
+    ctx = _context(
+        numbers={
+            "thm-rel": "Theorem 4",
+            "equation-eq-rope-matrix": "(11)",
+            "fig-pairs": "Fig. 7",
+        },
+        glue={
+            "book/rope": {
+                "theta": {"data": {"text/plain": "0.123456"}},
+                "fig_pairs": {"data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}},
+            }
+        },
+    )
+    text = (
+        "````{prf:theorem} Relative position\n:label: thm-rel\n\nScores see $n - m$.\n````\n\n"
+        "```{prf:proof}\nBy {eq}`eq:rope-matrix`.\n```\n\n"
+        "$$ R_m = P $$ (eq:rope-matrix)\n\n"
+        "```{glue:figure} fig_pairs\n:name: fig-pairs\n\nPairs at {glue:text}`theta:.2f`.\n```\n\n"
+        "See {doc}`pairings`, {doc}`intro`, {prf:ref}`thm-rel`, {numref}`fig-pairs` and "
+        "{cite:p}`su2021roformer`; {cite:t}`su2021roformer` showed it."
+    )
+    out = render.convert_text(text, ctx)
+    assert "> **Theorem 4 (Relative position).** Scores see $n - m$." in out
+    assert "> *Proof.* By (11). ∎" in out
+    assert "$$ R_m = P \\tag{11} $$" in out
+    assert "![Fig. 7](attachment:fig_pairs.png)" in out and "**Fig. 7.** Pairs at 0.12." in out
+    assert ctx.attachments == {"fig_pairs.png": {"image/png": "iVBORw0KGgo="}}
+    assert "[Pairings and checkpoints](pairings.ipynb)" in out and "*refimpl*" in out
+    assert "Theorem 4" in out and "Fig. 7 and" in out
+    assert "(Su et al., 2021)" in out and "Su et al. (2021) showed it" in out
+    assert not re.search(r"\{[a-z:]+\}`|```\{|\(eq:", out), out
+
+
+def test_without_a_built_book_the_structure_is_kept():
+    out = render.convert_text("```{glue:figure} f\n:name: fig-f\n\nCap.\n```", _context())
+    assert "**Figure.** Cap." in out and "draws this figure" in out
+
+
+def test_a_literalinclude_becomes_the_code_it_includes():
+    ctx = _context()
+    ctx.source_dir = BOOK / "experiments"
+    out = render.convert_text(
+        "```{literalinclude} ../../refimpl/experiments/encodings.py\n"
+        ":pyobject: RoPE.rotate_backward\n```",
+        ctx,
+    )
+    assert out.startswith("From `") and "```python\n" in out and "def rotate_backward" in out
+
+
+@pytest.mark.parametrize("path", sorted(WITH_EXERCISES), ids=_id)
+def test_student_notebook_reads_like_the_book(path, built):
+    if not HAVE_BUILT_BOOK:
+        pytest.skip("needs a built book in _build (make test builds it)")
+    root, _ = built
+    nb = nbformat.read((root / "workbook" / path.relative_to(BOOK)).with_suffix(".ipynb"), 4)
+    markdown = [c for c in nb.cells if c.cell_type == "markdown"]
+    text = "\n".join(c.source for c in markdown)
+    problems = []
+    if re.search(r"^[`:]{3,}\{", text, re.M):
+        problems.append("a raw MyST directive fence")
+    problems += [f"raw role {m.group(0)}" for m in re.finditer(r"\{[a-z:-]+\}`[^`]*`", text)]
+    problems += [f"raw reference {m}" for m in re.findall(r"\(eq:[\w-]+\)", text)]
+    if render.MISSING_VALUE in text:
+        problems.append("a glued value the built book does not have")
+    figures = len(re.findall(r"^[`:]{3,}\{glue:figure\}", path.read_text("utf8"), re.M))
+    attached = sum(len(c.get("attachments", {})) for c in markdown)
+    if attached < figures:
+        problems.append(f"{figures - attached} of {figures} figures missing")
+    labelled = re.findall(r'<a id="[^"]+"></a>\n(\$\$.*?\$\$)', text, re.S)
+    untagged = [eq[:50] for eq in labelled if "\\tag{" not in eq]
+    if untagged:
+        problems.append(f"labelled equations without their number: {untagged[:2]}")
+    for cell in nb.cells:
+        if cell.cell_type == "code" and not _role(cell, "setup"):
+            for line in cell.source.splitlines():
+                if re.search(r"\bglue(_value|_figure)?\(|use_book_style|sys\.path|myst_nb", line):
+                    problems.append(f"plumbing in a code cell: {line.strip()}")
+    assert not problems, f"{_id(path)}: " + "; ".join(problems[:8])
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    if FROM_BUILD:
+        return next((BUILT_WORKBOOK / "_wheel").glob("refimpl-*.whl"))
+    return downloads.build_wheel(ROOT, tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def chapter_zips(built, wheel):
+    """``{docname: the chapter's standalone zip}``."""
+    root, _ = built
+    if not FROM_BUILD:
+        return wb.write_downloads(BOOK, root / "workbook", wheel_dir=wheel.parent)
+    zips = {}
+    for path in WITH_EXERCISES:
+        rel = path.relative_to(BOOK)
+        z = BUILT_WORKBOOK / rel.parent / f"refimpl-{rel.stem}.zip"
+        if z.is_file():
+            zips[f"book/{_id(path)}"] = z
+    return zips
+
+
+def test_zip_holds_the_workbook_its_data_the_package_and_a_readme(built, wheel, tmp_path):
     root, written = built
-    z = wb.make_zip(root / "workbook", tmp_path / "wb.zip")
+    if FROM_BUILD:
+        z = BUILT_WORKBOOK / "refimpl-workbook.zip"
+    else:
+        z = wb.make_zip(root / "workbook", tmp_path / "wb.zip", wheel=wheel)
     names = set(zipfile.ZipFile(z).namelist())
     assert {f"workbook/{p.relative_to(root / 'workbook').as_posix()}" for p in written} <= names
-    assert "workbook/workbook_checks.py" in names
+    assert "workbook/workbook_checks.py" in names and wheel.name in names
     assert any(n.startswith("experiments/results/") for n in names)
+    readme = zipfile.ZipFile(z).read("README.md").decode()
+    assert f"pip install {wheel.name}" in readme and "-e ." not in readme
+
+
+def test_each_chapter_download_holds_what_its_notebook_needs(chapter_zips, wheel):
+    zips = chapter_zips
+    assert set(zips) == {f"book/{_id(p)}" for p in WITH_EXERCISES}
+    names = set(zipfile.ZipFile(zips["book/experiments/nope-partial"]).namelist())
+    top = "refimpl-nope-partial"
+    assert {
+        f"{top}/README.md",
+        f"{top}/{wheel.name}",
+        f"{top}/workbook/experiments/nope-partial.ipynb",
+        f"{top}/workbook/workbook_checks.py",
+        f"{top}/workbook/_plots.py",
+        f"{top}/workbook/_plots_toy.py",
+    } <= names
+    assert any(n.startswith(f"{top}/experiments/results/") for n in names)
+
+
+def _kernel_for(venv: pathlib.Path, where: pathlib.Path) -> dict:
+    """Environment for nbclient that makes kernel "python3" the python of ``venv``."""
+    spec = where / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    argv = [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "standalone", "language": "python"})
+    )
+    return {"JUPYTER_PATH": str(where)}
+
+
+@pytest.mark.skipif(not FULL, reason="installs a venv: `make test-workbook` runs it")
+def test_a_chapter_download_installs_and_runs_without_a_clone(chapter_zips, tmp_path, monkeypatch):
+    import nbclient
+
+    zipfile.ZipFile(chapter_zips["book/experiments/nope-partial"]).extractall(tmp_path)
+    folder = tmp_path / "refimpl-nope-partial"
+    readme = (folder / "README.md").read_text(encoding="utf8")
+    install = next(ln.strip() for ln in readme.splitlines() if "/bin/pip install" in ln)
+    # the README's own install line, with the kernel instead of JupyterLab (the test runs the
+    # notebook without a browser)
+    install = re.sub(r"jupyterlab==\S+", "ipykernel", install)
+    subprocess.run([sys.executable, "-m", "venv", ".venv"], cwd=folder, check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = subprocess.run(install.split(), cwd=folder, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for k, v in _kernel_for(folder / ".venv", tmp_path / "jupyter").items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    nb_path = folder / "workbook" / "experiments" / "nope-partial.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    where = {"metadata": {"path": str(nb_path.parent)}}
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources=where).execute()
+    checks_out = [
+        "".join(o.get("text", "") for o in c.outputs) for c in nb.cells if _role(c, "check")
+    ]
+    assert checks_out and all("FAIL: Not done yet" in o for o in checks_out), checks_out
 
 
 # --- checks on bad answers ------------------------------------------------------------------
@@ -261,7 +644,8 @@ def test_notebook_stubs_fail_and_solutions_pass(path, built):
     root, _ = built
     ch = WITH_EXERCISES[path]
     rel = path.relative_to(BOOK)
-    nb = wb.chapter_notebook(ch if FULL else slicing.sliced(ch), rel)
+    whole = FULL or _id(path) in RUN_ALL_IN_MAKE_TEST
+    nb = wb.chapter_notebook(ch if whole else slicing.sliced(ch), rel)
     stub, solved = execute.run(nb, ch, root / "workbook" / rel.parent)
     labels = [ex.label for ex in ch.exercises]
     assert sorted(stub) == sorted(labels) and sorted(solved) == sorted(labels)
@@ -297,6 +681,7 @@ def test_extension_links_downloads_in_a_tiny_book(tmp_path):
         "extensions = ['myst_parser', 'sphinx_exercise', 'workbook_downloads']\n"
         "myst_enable_extensions = ['colon_fence', 'dollarmath', 'amsmath']\n"
         f"workbook_tools_dir = {str(ROOT / 'tools')!r}\n"
+        f"workbook_package_root = {str(ROOT)!r}\n"
         "exclude_patterns = ['_build']\n",
         encoding="utf8",
     )
@@ -309,15 +694,16 @@ def test_extension_links_downloads_in_a_tiny_book(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     page = (out / "book" / "sinusoidal.html").read_text(encoding="utf8")
-    assert 'href="../_workbook/sinusoidal.ipynb"' in page
+    assert 'href="../_workbook/refimpl-sinusoidal.zip"' in page
     index = (out / "book" / "exercises.html").read_text(encoding="utf8")
     assert 'href="../_workbook/refimpl-workbook.zip"' in index
     nb = json.loads((out / "_workbook" / "sinusoidal.ipynb").read_text(encoding="utf8"))
     assert any('check("ex-sin-table")' in "".join(c["source"]) for c in nb["cells"])
-    assert (
-        "workbook/sinusoidal.ipynb"
-        in zipfile.ZipFile(out / "_workbook" / "refimpl-workbook.zip").namelist()
-    )
+    chapter = zipfile.ZipFile(out / "_workbook" / "refimpl-sinusoidal.zip").namelist()
+    assert "refimpl-sinusoidal/workbook/sinusoidal.ipynb" in chapter
+    assert "refimpl-sinusoidal/README.md" in chapter
+    whole = zipfile.ZipFile(out / "_workbook" / "refimpl-workbook.zip").namelist()
+    assert "workbook/sinusoidal.ipynb" in whole and "README.md" in whole
 
 
 # --- classic mistakes, as a student makes them in the workbook ------------------------------

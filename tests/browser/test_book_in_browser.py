@@ -1,9 +1,13 @@
 """The built book as a reader meets it, in headless Chromium (run by `make test-browser`).
 
-Serves `_build/html` on 127.0.0.1 and opens every page. Asserts: no request leaves 127.0.0.1;
-math is typeset (MathJax containers, no MathJax error nodes) on every page that has math; every
-image loads; exercise solutions are hidden and open on click; the search page finds key terms.
-Screenshots of key pages are written to `artifacts/screenshots/` (gitignored).
+Serves `_build/html` on 127.0.0.1 and opens every page at a phone width (420 px) and a desktop
+width (1 400 px). Asserts, on every page, the API pages included: no request leaves 127.0.0.1;
+math is typeset (MathJax containers, no MathJax error nodes, no literal backslash left in text
+inside math); no display equation is cut off (its left edge inside its box, and what is wider
+than the column scrolls); no paragraph of pipe-table text; no raw `$...$`, `(eq:...)`,
+`{cite}`, `{glue}` or other MyST role text; every image loads. Also: exercise solutions are
+hidden and open on click; the search page finds key terms. Screenshots of key pages at both
+widths are written to `artifacts/screenshots/` (gitignored).
 """
 
 from __future__ import annotations
@@ -12,13 +16,23 @@ import functools
 import http.server
 import os
 import pathlib
+import re
+import sys
 import threading
 from urllib.parse import urlparse
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-HTML = ROOT / "_build" / "html"
+sys.path.insert(0, str(ROOT / "tests"))
+from test_book_reader import RAW_MARKUP  # noqa: E402
+
+#: The widths every page is read at: a phone and a desktop screen (CSS pixels).
+WIDTHS = {"phone": 420, "desktop": 1400}
+#: A display equation whose content starts further left than its box by more than this is
+#: cut off (sub-pixel rounding aside).
+CLIP_TOLERANCE_PX = 2
+HTML = pathlib.Path(os.environ.get("REFIMPL_BOOK_HTML", ROOT / "_build" / "html"))
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = os.environ.get("REFIMPL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -83,13 +97,26 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+def _new_page(browser, width: int):
+    context = browser.new_context(viewport={"width": width, "height": 1000})
     pg = context.new_page()
     pg.requests = []
     pg.on("request", lambda r: pg.requests.append(r.url))
+    return context, pg
+
+
+@pytest.fixture
+def page(browser, server):
+    context, pg = _new_page(browser, WIDTHS["desktop"])
     yield pg
+    context.close()
+
+
+@pytest.fixture(scope="module", params=sorted(WIDTHS))
+def sized_page(request, browser, server):
+    """A page of the width named by the parameter, shared by the tests of one width."""
+    context, pg = _new_page(browser, WIDTHS[request.param])
+    yield request.param, pg
     context.close()
 
 
@@ -111,26 +138,90 @@ def _wait_for_mathjax(pg) -> None:
     pg.evaluate("MathJax.startup.promise")
 
 
+# For each display equation: how far its content starts left of its box, how far it ends right
+# of its box, and whether the box scrolls sideways.
+_EQUATIONS = """() => Array.from(document.querySelectorAll('div.math')).map(div => {
+  const box = div.querySelector('mjx-container') || div;
+  const math = box.querySelector('mjx-math') || box;
+  box.scrollLeft = 0;
+  const d = div.getBoundingClientRect(), b = box.getBoundingClientRect(),
+        m = math.getBoundingClientRect();
+  const style = getComputedStyle(box);
+  const scrolls = box.scrollWidth > box.clientWidth + 1 &&
+                  ['auto', 'scroll'].includes(style.overflowX);
+  return {id: div.id || (div.querySelector('[id]') || {}).id || '',
+          left: d.left - m.left, right: m.right - Math.min(b.right, d.right), scrolls: scrolls,
+          text: (box.querySelector('mjx-assistive-mml') || box).textContent.slice(0, 60)};
+})"""
+# Text of math that still holds a backslash: a macro MathJax did not know (\_ in \text{}).
+_MATH_BACKSLASH = r"""() => Array.from(
+    document.querySelectorAll('mjx-assistive-mml mtext, mjx-merror'))
+  .map(el => el.textContent).filter(t => t.includes('\\'))"""
+# The article's prose as the reader sees it: code, math and scripts left out.
+_PROSE = """() => {
+  const article = (document.querySelector('article') || document.body).cloneNode(true);
+  article.querySelectorAll('pre, code, script, style, mjx-container, .math, kbd')
+    .forEach(el => el.remove());
+  return article.innerText;
+}"""
+# Paragraphs whose text (math left out) reads as rows of a pipe table.
+_PIPE_PARAGRAPHS = """() => Array.from(document.querySelectorAll('article p')).map(p => {
+    const copy = p.cloneNode(true);
+    copy.querySelectorAll('mjx-container, .math').forEach(el => el.remove());
+    return copy.textContent.trim();
+  }).filter(t => t.startsWith('|') && t.split('|').length > 3).map(t => t.slice(0, 80))"""
+
+
+def _clipped(equations: list[dict]) -> list[str]:
+    bad = []
+    for eq in equations:
+        if eq["left"] > CLIP_TOLERANCE_PX:
+            bad.append(f"{eq['id'] or eq['text']!r} starts {eq['left']:.0f} px left of its box")
+        elif eq["right"] > CLIP_TOLERANCE_PX and not eq["scrolls"]:
+            bad.append(f"{eq['id'] or eq['text']!r} overflows {eq['right']:.0f} px, no scroll")
+    return bad
+
+
 @pytest.mark.parametrize("rel", _pages())
-def test_page_is_offline_typeset_and_images_load(page, server, rel):
+def test_page_reads_right(sized_page, server, rel):
+    """Everything a reader sees on one page at one width (one load per page and width)."""
+    width_name, page = sized_page
+    page.requests.clear()
     page.goto(f"{server}/{rel}", wait_until="load")
     source = (HTML / rel).read_text(encoding="utf8")
+    problems = []
     if 'class="math' in source:
         _wait_for_mathjax(page)
-        n_math = page.locator("mjx-container").count()
-        assert n_math > 0, f"{rel}: has math but MathJax typeset nothing"
-        assert page.locator("mjx-merror").count() == 0, f"{rel}: MathJax reported errors"
+        if page.locator("mjx-container").count() == 0:
+            problems.append("has math but MathJax typeset nothing")
+        if page.locator("mjx-merror").count():
+            problems.append("MathJax reported errors")
+        backslashes = page.evaluate(_MATH_BACKSLASH)
+        problems += [f"literal backslash in math text {t!r}" for t in backslashes]
+        problems += [f"clipped equation: {c}" for c in _clipped(page.evaluate(_EQUATIONS))]
+    problems += [f"pipe-table text: {t!r}" for t in page.evaluate(_PIPE_PARAGRAPHS)]
+    prose = page.evaluate(_PROSE)
+    problems += [f"raw markup {m.group(0)[:50]!r}" for m in RAW_MARKUP.finditer(prose)]
     widths = page.eval_on_selector_all(
         "img", "imgs => imgs.map(i => [i.getAttribute('src'), i.complete && i.naturalWidth])"
     )
-    broken = [src for src, w in widths if not w]
-    assert not broken, f"{rel}: images that did not load: {broken}"
+    problems += [f"image did not load: {src}" for src, w in widths if not w]
     page.wait_for_timeout(200)
-    assert not _foreign(page.requests), f"{rel}: requests off 127.0.0.1: {_foreign(page.requests)}"
+    problems += [f"request off 127.0.0.1: {u}" for u in _foreign(page.requests)]
     stem = pathlib.Path(rel).stem
     if stem in KEY_PAGES:
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{stem}.png"), full_page=False)
+        page.screenshot(path=str(SHOTS / f"{stem}-{width_name}.png"), full_page=False)
+    assert not problems, f"{rel} at {WIDTHS[width_name]} px: " + "; ".join(problems[:8])
+
+
+def test_clip_detector():
+    ok = {"id": "a", "left": 0.4, "right": 120.0, "scrolls": True, "text": ""}
+    cut = {"id": "b", "left": 94.0, "right": 0.0, "scrolls": False, "text": ""}
+    stuck = {"id": "c", "left": 0.0, "right": 40.0, "scrolls": False, "text": ""}
+    assert _clipped([ok]) == []
+    assert len(_clipped([cut, stuck])) == 2
+    assert re.search(r"'b' starts 94 px left", _clipped([cut])[0])
 
 
 def test_every_page_was_found():

@@ -15,10 +15,14 @@ import pathlib
 import nbclient
 from nbformat import v4
 
+from . import render
 from .chapters import Chapter
 from .solutions import BINDINGS
 
 STUB_MARK, SOLVED_MARK = "@@workbook-stub@@", "@@workbook-solved@@"
+#: Seconds a kernel may take to start: nbclient's 60 s is too short on a loaded 2-core machine
+#: running several notebooks at once.
+KERNEL_STARTUP_S = 300
 _DUMP = (
     "import json as _json, workbook_checks as _wc\n"
     "print({mark!r} + _json.dumps({{k: [bool(g), g.hint] for k, g in _wc.RESULTS.items()}}))\n"
@@ -27,8 +31,10 @@ _DUMP = (
 
 
 def solution_source(ex) -> str:
-    """The code an instructor's answer cell runs: the chapter's solution plus its binding."""
-    return "\n\n".join([*ex.solution_code, BINDINGS.get(ex.label, "")]).strip() + "\n"
+    """The code an instructor's answer cell runs: the chapter's solution (without the book's
+    build plumbing, which the workbook does not import) plus its binding."""
+    code = [render.strip_plumbing(src) for src in ex.solution_code]
+    return "\n\n".join([*code, BINDINGS.get(ex.label, "")]).strip() + "\n"
 
 
 def with_solutions(nb, chapter: Chapter):
@@ -66,7 +72,11 @@ def run(nb, chapter: Chapter, cwd: pathlib.Path, *, timeout: int = 600) -> tuple
     """
     nb = with_solutions(nb, chapter)
     client = nbclient.NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+        nb,
+        timeout=timeout,
+        startup_timeout=KERNEL_STARTUP_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
     )
     client.execute()
     return _verdicts(nb, STUB_MARK), _verdicts(nb, SOLVED_MARK)
