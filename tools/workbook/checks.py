@@ -1712,10 +1712,10 @@ def _numerics_predict(ns):
     num = _numerics()
     dim, base = 128, 10000.0
     # below 2**24 the bound is affine in the position: solve bound(m) = 1e-3 from two points
-    b0, b1 = num.error_bound("transformers-float32", [0.0, 1.0], dim=dim, base=base)[:, 1]
+    b0, b1 = num.error_bound("float32-pow", [0.0, 1.0], dim=dim, base=base)[:, 1]
     predicted = (1e-3 - b0) / (b1 - b0)
     scan = np.arange(0, 10**6, 97, dtype=float)
-    c, s = num.pipeline_cos_sin("transformers-float32", scan, dim=dim, base=base)
+    c, s = num.pipeline_cos_sin("float32-pow", scan, dim=dim, base=base)
     rc, rs = refimpl.cos_sin(scan, dim=dim, base=base, method="accurate")
     err = np.maximum(abs(c - rc), abs(s - rs)).max(axis=1)
     return _all(
@@ -1799,11 +1799,11 @@ def _numerics_drift(ns):
     num = _numerics()
     r, q, k, dim, base = (ns[n] for n in ("r", "q", "k", "dim", "base"))
     mm = np.array([1e5, 1e5 + r])
-    c, s = num.pipeline_cos_sin("transformers-float32", mm, dim=dim, base=base)
+    c, s = num.pipeline_cos_sin("float32-pow", mm, dim=dim, base=base)
     ce, se = refimpl.cos_sin(mm, dim=dim, base=base, method="accurate")
     eps = max(abs(c - ce).max(), abs(s - se).max())
     err = num.relative_drift(
-        "transformers-float32", mm[:1], r, q, k, dim=dim, base=base, against="exact"
+        "float32-pow", mm[:1], r, q, k, dim=dim, base=base, against="exact"
     )[0]
     return _all(
         grade_value(ns["eps"], eps, rtol=1e-6, what="eps"),
