@@ -1802,9 +1802,7 @@ def _numerics_drift(ns):
     c, s = num.pipeline_cos_sin("float32-pow", mm, dim=dim, base=base)
     ce, se = refimpl.cos_sin(mm, dim=dim, base=base, method="accurate")
     eps = max(abs(c - ce).max(), abs(s - se).max())
-    err = num.relative_drift(
-        "float32-pow", mm[:1], r, q, k, dim=dim, base=base, against="exact"
-    )[0]
+    err = num.relative_drift("float32-pow", mm[:1], r, q, k, dim=dim, base=base, against="exact")[0]
     return _all(
         grade_value(ns["eps"], eps, rtol=1e-6, what="eps"),
         grade_value(ns["score_err"], err, rtol=1e-6, atol=1e-18, what="score_err"),
