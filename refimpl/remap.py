@@ -307,7 +307,7 @@ _DCA_LOG_SLOPE = 0.1
 class DualChunkScores(NamedTuple):
     r"""What :func:`dual_chunk_attention_scores` returns.
 
-    Attributes
+    Parameters
     ----------
     scores : numpy.ndarray, shape (q_len, k_len)
         The logits ``q . k`` of the three query rotations against the one key rotation, each

@@ -11,7 +11,7 @@ import numpy as np
 class PrecisionStage(NamedTuple):
     """One rounded stage of a RoPE pipeline, as :attr:`RopeReport.precision_stages` lists it.
 
-    Attributes
+    Parameters
     ----------
     stage : {"positions", "frequencies", "angles", "tables"}
         What was rounded: the positions before the product, ``inv_freq``, the product
