@@ -289,7 +289,7 @@ class PipelineClass:
         Examples
         --------
         >>> b = PIPELINE_CLASSES["float32-angles"].bound([[0], [10**6]], [1.0, 0.01])
-        >>> b.shape, bool(b[1, 0] > 0.1 > b[0, 0])
+        >>> b.shape, bool(b[1, 0] > 0.05 > b[0, 0])
         ((2, 2), True)
         """
         check_choice(dtype, "dtype", tuple(FORMAT_UNITS))

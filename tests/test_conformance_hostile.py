@@ -440,6 +440,28 @@ COVERAGE = {
 }
 
 
+CONFIG_CASES = {
+    "binary junk": (b"junk\x00\x01", (), "not valid JSON"),
+    "a JSON list": (b"[1, 2]", (), "must hold a JSON object"),
+    "a config nested too deep": (b"[" * 5000 + b"]" * 5000, (), "config"),
+    "seed -1": (json.dumps(SMALL).encode(), ("--seed", "-1"), "seed"),
+    "dtype bogus": (json.dumps(SMALL).encode(), ("--dtype", "x"), "invalid choice"),
+    "frequencies bogus": (json.dumps(SMALL).encode(), ("--frequencies", "x"), "invalid choice"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_CASES))
+def test_conformance_cli_refuses_crafted_configs_and_options(tmp_path, name):
+    data, options, words = CONFIG_CASES[name]
+    (tmp_path / "config.json").write_bytes(data)
+    done = _cli("conformance", tmp_path / "config.json", "--out", tmp_path / "s", *options)
+    assert done.returncode == 2, (name, done.returncode, done.stderr[-500:])
+    assert words in done.stderr and "Traceback" not in done.stderr, done.stderr[-500:]
+    assert not (tmp_path / "s" / "manifest.json").exists()
+    done = _cli("conformance", tmp_path / "none.json", "--out", tmp_path / "s")
+    assert done.returncode == 2 and "no such file" in done.stderr
+
+
 def test_every_cli_option_has_a_hostile_entry():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()

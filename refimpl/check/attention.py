@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._checks import as_positions
+from .._checks import MAX_DIM, as_positions, check_positive_int
 from ._base import _error, _note
 
 # Scores agree when within this fraction of the largest score (float32 attention leaves
@@ -102,6 +102,8 @@ def check_attention_scale(
 
         schedule = rope_schedule(schedule)
     specs = [layer.spec for layer in schedule if layer.spec is not None]
+    if head_dim is not None:
+        head_dim = check_positive_int(head_dim, "head_dim", maximum=MAX_DIM)
     d = head_dim if head_dim is not None else (specs[0].dim if specs else None)
     if d is None:
         raise ValueError("head_dim is required when no layer of the schedule has RoPE")

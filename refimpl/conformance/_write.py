@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .._checks import check_choice
+from .._checks import check_choice, check_count
 from .._pipeline_classes import PIPELINE_CLASSES, SUITE_DTYPES, accepted_classes
 from ..config import load_config, rope_schedule
 from ..scaling import ROPE_SCALINGS
@@ -397,6 +397,7 @@ def write_suite(
     """
     check_choice(dtype, "dtype", SUITE_DTYPES)
     check_choice(frequencies, "frequencies", FREQUENCY_MODES)
+    seed = check_count(seed, "seed")
     if not isinstance(sweep, bool):
         raise TypeError(f"sweep must be a bool, got {type(sweep).__name__}")
     cfg, source = load_config(config)

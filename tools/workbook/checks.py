@@ -2400,10 +2400,15 @@ def _format_varlen(ns):
 def _format_view(ns):
     from refimpl.conformance import read_safetensors
 
-    _, meta = read_safetensors(ns["suite"] / "inputs" / "strided.safetensors")
-    strides = [int(v) for v in meta["q_view_strides"].split(",")]
-    index = (0, 1, 2, 3)
-    want = int(meta["q_view_offset"]) + sum(i * st for i, st in zip(index, strides, strict=True))
+    arrays, meta = read_safetensors(ns["suite"] / "inputs" / "strided.safetensors")
+    # the reference from NumPy's own view machinery: the view laid over the buffer's indices
+    where = np.arange(arrays[meta["q_view_buffer"]].size)
+    view = np.lib.stride_tricks.as_strided(
+        where[int(meta["q_view_offset"]) :],
+        shape=[int(v) for v in meta["q_view_shape"].split(",")],
+        strides=[where.itemsize * int(v) for v in meta["q_view_strides"].split(",")],
+    )
+    want = int(view[0, 1, 2, 3])
     return _int(
         ns["flat"],
         want,
