@@ -47,7 +47,8 @@ def test_gptj_width_from_rotary_dim_of_n_embd_over_n_head():
     assert (spec.dim, spec.rotary_dim, spec.pairing) == (256, 64, "interleaved")
     assert spec.base == 10000.0 and any("fixed in the model code" in n for n in spec.notes)
     default = rope_from_config({"model_type": "codegen", "n_embd": 1024, "n_head": 16})
-    assert default.rotary_dim == 64 and any("GPTJConfig's default" in n for n in default.notes)
+    assert default.rotary_dim == 64
+    assert any("no rotary_dim: 64 (CodeGenConfig's default)" in n for n in default.notes)
     with pytest.raises(ValueError, match="rotary_dim is null"):
         rope_from_config({"model_type": "gptj", "n_embd": 1024, "n_head": 16, "rotary_dim": None})
 
@@ -67,7 +68,10 @@ def test_rotary_dim_and_partial_must_agree():
 def test_family_default_partial_factor_when_config_omits_it(model_type, rotary):
     spec = rope_from_config({"model_type": model_type, "head_dim": 128})  # hand-made
     assert spec.rotary_dim == rotary
-    assert any("config default in transformers" in n for n in spec.notes)
+    assert any(
+        n.startswith(f"no partial_rotary_factor: {rotary / 128!r}") and "Config's default" in n
+        for n in spec.notes
+    )
     explicit = rope_from_config(
         {"model_type": model_type, "head_dim": 128, "partial_rotary_factor": 1.0}
     )
@@ -92,15 +96,17 @@ def test_families_that_ignore_partial_factor():
 def test_gguf_architecture_names_are_aliases():
     for arch, name in [
         ("deepseek2", "deepseek_v2"),
-        ("qwen2", "llama"),
+        ("qwen2", "qwen2"),
+        ("qwen3moe", "qwen3_moe"),
         ("gemma3", "gemma3"),
         ("llama4", "llama4"),
         ("command-r", "cohere"),
         ("qwen3next", "qwen3_next"),
         ("qwen2vl", "qwen2_vl"),  # llama.cpp's M-RoPE architectures
         ("qwen3vl", "qwen3_vl"),
-        ("qwen3vlmoe", "qwen3_vl"),
+        ("qwen3vlmoe", "qwen3_vl_moe"),
         ("qwen35", "qwen3_5"),
+        ("qwen35moe", "qwen3_5_moe"),
         ("glm4moe", "glm4_moe"),
     ]:
         assert family_for(arch).name == name
@@ -184,16 +190,21 @@ def test_interleaved_families(model_type):
 def test_explicit_pairing_wins_and_unknown_types_keep_the_generic_reading():
     spec = rope_from_config({"model_type": "cohere", "head_dim": 8}, pairing="half")
     assert spec.pairing == "half"
-    other = rope_from_config({"model_type": "brand_new", "head_dim": 8})
+    other = rope_from_config({"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4})
     assert other.pairing == "half" and any(
         "not in refimpl's family table" in n for n in other.notes
     )
+    sched = rope_schedule({"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4})
+    assert sched.family is None and "none of the markers" in sched.reason
 
 
 def test_deepseek_v4_trailing_slice_main_and_compress():
     cfg = {  # hand-made, DeepSeek-V4 nested form
         "model_type": "deepseek_v4",
         "head_dim": 32,
+        "num_hidden_layers": 2,
+        "index_head_dim": 16,
+        "qk_rope_head_dim": 8,
         "layer_types": ["sliding_attention", "compressed_sparse_attention"],
         "rope_parameters": {
             "main": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.25},
@@ -213,8 +224,10 @@ def test_deepseek_v4_trailing_slice_main_and_compress():
     c, s = spec.cos_sin(pos)
     want = np.concatenate([x[:, :24], _glm_apply(x[:, 24:], c, s, 8)], -1)
     np.testing.assert_allclose(spec.apply(x, pos), want, rtol=1e-13, atol=1e-15)
-    with pytest.raises(ValueError, match="nested rope_parameters form only"):
-        rope_schedule({"model_type": "deepseek_v4", "head_dim": 32, "num_hidden_layers": 2})
+    assert sched[0].indexer is None  # only compressed sparse attention layers index
+    idx = sched[1].indexer  # trailing qk_rope_head_dim of the indexer head, adjacent pairs
+    assert (idx.dim, idx.rotary_offset, idx.rotary_dim, idx.pairing) == (16, 8, 8, "interleaved")
+    assert idx.base == 1.6e5 and idx.output_order == "same"
 
 
 # --------------------------------------------------------------------------- layers
@@ -249,7 +262,8 @@ def test_gemma3_defaults_and_5x_form_agree():
     bare = {k: v for k, v in GEMMA3_4X.items() if k not in ("rope_theta", "rope_local_base_freq")}
     sched = rope_schedule(bare)
     assert (sched[0].spec.base, sched[5].spec.base) == (1e4, 1e6)
-    assert any("sliding layers use base 1e4" in n for n in sched[0].spec.notes)
+    assert "no rope_local_base_freq: 10000.0 (Gemma3TextConfig's default)" in sched.notes
+    assert "no rope_theta: 1000000.0 (Gemma3TextConfig's default)" in sched.notes
     nested = {
         "model_type": "gemma3_text",
         "head_dim": 16,
