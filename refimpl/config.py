@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import families as fam
+from . import family_rules as rules
 from ._checks import (
     MAX_POSITION,
     check_base,
@@ -46,7 +47,7 @@ from ._checks import (
     check_positive_int,
     check_real,
 )
-from .families import LayerPlan, QueryScaling
+from .family_rules import LayerPlan, QueryScaling
 from .remap import DualChunkAttention
 from .scaling import ROPE_SCALINGS
 from .spec import (  # INV_FREQ_AGREEMENT, OUTPUT_ORDERS, PRECISIONS: re-exported
@@ -210,11 +211,11 @@ def load_config(config) -> tuple[dict, str]:
     ({'head_dim': 8}, '<dict>')
     """
     if isinstance(config, dict):
-        fam.check_depth(config, "config")
+        rules.check_depth(config, "config")
         return dict(config), "<dict>"
     if hasattr(config, "to_dict") and callable(config.to_dict):
         data = dict(config.to_dict())
-        fam.check_depth(data, f"config {type(config).__name__}")
+        rules.check_depth(data, f"config {type(config).__name__}")
         return data, type(config).__name__
     if not isinstance(config, (str, os.PathLike)):
         raise TypeError(
@@ -241,7 +242,7 @@ def load_config(config) -> tuple[dict, str]:
         raise ValueError(f"config: {path}: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"config: {path} must hold a JSON object, got {type(data).__name__}")
-    fam.check_depth(data, f"config: {path}")
+    rules.check_depth(data, f"config: {path}")
     return data, path
 
 
@@ -308,7 +309,7 @@ def _read_base(ctx: dict, rope: dict, notes: list) -> float:
     if base is None and nested:
         base = cfg.given("rope_theta")
     if family is not None and family.base_from == "rope_ratio":
-        ratio = fam.config_real(cfg, "rope_ratio", 1.0)
+        ratio = rules.config_real(cfg, "rope_ratio", 1.0)
         return check_base((DEFAULT_BASE if base is None else base) * ratio, "base")
     if base is None and family is not None and "rope_theta" in family.defaults:
         base = cfg.get("rope_theta")  # the class default, noted by the view
@@ -324,7 +325,7 @@ def _read_base(ctx: dict, rope: dict, notes: list) -> float:
     return check_base(base, "config key rope_theta")
 
 
-def _read_partial(cfg: fam.ConfigView, rope: dict):
+def _read_partial(cfg: rules.ConfigView, rope: dict):
     partial = _one_value(
         [
             ("rope_parameters.partial_rotary_factor", rope.get("partial_rotary_factor")),
@@ -348,8 +349,8 @@ def _read_widths(ctx, rope, method, plan: LayerPlan, rope_type, notes) -> tuple:
     cfg, family = ctx["cfg"], ctx["family"]
     partial = _read_partial(cfg, rope)
     if "partial_rotary_factor" in method.keys.values():  # proportional: pairs span the head
-        d = plan.head_dim or fam.rotary_widths(None, cfg, None, notes).head_dim
-        return fam.Widths(d, d, 0), partial
+        d = plan.head_dim or rules.rotary_widths(None, cfg, None, notes).head_dim
+        return rules.Widths(d, d, 0), partial
     if family is not None and not family.honours_partial and partial not in (None, 1.0):
         if rope_type != "default":
             raise ValueError(
@@ -364,7 +365,7 @@ def _read_widths(ctx, rope, method, plan: LayerPlan, rope_type, notes) -> tuple:
             "rotates the whole head (as transformers does)"
         )
         partial = None
-    return fam.rotary_widths(family, cfg, partial, notes, head_dim=plan.head_dim), None
+    return rules.rotary_widths(family, cfg, partial, notes, head_dim=plan.head_dim), None
 
 
 # transformers reads these with `or`, so 0 silently becomes the default
@@ -533,7 +534,7 @@ def _layer_spec(ctx: dict, plan: LayerPlan, pairing, seq_len) -> RopeSpec:
     _unused_key_notes(rope, method, notes)
     section, layout = _read_mrope(rope, family, widths.rotary_dim, legacy, notes)
     if pairing is None:
-        pairing, order = fam.pairing_and_order(family, cfg, notes)
+        pairing, order = rules.pairing_and_order(family, cfg, notes)
     else:
         order = "same"
     call = {"dim": widths.rotary_dim, "base": base, **params}
@@ -566,8 +567,8 @@ def _layer_spec(ctx: dict, plan: LayerPlan, pairing, seq_len) -> RopeSpec:
 def _submodule_spec(ctx: dict, sub: fam.Submodule, layer: RopeSpec) -> RopeSpec:
     """The RoPE a submodule (an indexer) applies with the layer's tables."""
     cfg = ctx["cfg"]
-    head = fam.config_int(cfg, sub.head_dim_key, maximum=fam.MAX_DIM)
-    rotary = fam.config_int(cfg, sub.rotary_key, maximum=fam.MAX_DIM)
+    head = rules.config_int(cfg, sub.head_dim_key, maximum=rules.MAX_DIM)
+    rotary = rules.config_int(cfg, sub.rotary_key, maximum=rules.MAX_DIM)
     if head is None or rotary is None:
         raise ValueError(
             f"{ctx['family'].name}'s {sub.name} needs config keys {sub.head_dim_key} and "
@@ -627,8 +628,8 @@ def _context(config, need_layers: bool = True) -> dict:
             maximum=MAX_POSITION,
             integral_float=True,
         )
-    ropes = fam.rope_dicts(reading.family, cfg, notes)
-    plan = fam.layer_plan(reading.family, cfg, notes, need_layers=need_layers)
+    ropes = rules.rope_dicts(reading.family, cfg, notes)
+    plan = rules.layer_plan(reading.family, cfg, notes, need_layers=need_layers)
     return {
         "cfg": cfg,
         "source": source,
@@ -643,7 +644,7 @@ def _context(config, need_layers: bool = True) -> dict:
     }
 
 
-def _dual_chunk(cfg: fam.ConfigView, notes: list) -> DualChunkAttention | None:
+def _dual_chunk(cfg: rules.ConfigView, notes: list) -> DualChunkAttention | None:
     value = cfg.given("dual_chunk_attention_config")
     if value is None:
         return None
@@ -738,7 +739,7 @@ def rope_schedule(config, *, seq_len: int | None = None) -> RopeSchedule:
             if memo not in specs:
                 specs[memo] = _layer_spec(ctx, plan, None, seq_len)
             spec = specs[memo]
-        query = fam.query_scaling(family, cfg, rope, plan, ctx["notes"])
+        query = rules.query_scaling(family, cfg, rope, plan, ctx["notes"])
         indexer = _indexer(ctx, plan, spec, specs, seq_len)
         layers.append(LayerRope(plan.index, plan.layer_type, spec, query, indexer))
     return RopeSchedule(

@@ -27,7 +27,7 @@ from ._checks import (
     check_positive,
     check_positive_int,
 )
-from .families import ReadOnlyDict
+from .family_rules import ReadOnlyDict
 from .multiaxis import MROPE_LAYOUTS, mrope_cos_sin
 from .scaling import ROPE_SCALINGS
 from .spec_tables import PRECISIONS  # noqa: F401 (re-exported: spec.PRECISIONS)
