@@ -191,6 +191,9 @@ class Submodule:
         Layer types whose layers hold the submodule (None: every layer).
     rope_key : str or None
         Entry of a nested ``rope_parameters`` whose tables it uses (None: the layer's).
+    ignored_flag : str or None
+        A config key about the submodule's pairing that transformers does not read (noted
+        when it disagrees).
     note : str
         What peers do differently (with sources); shown by ``describe``.
     """
@@ -205,6 +208,7 @@ class Submodule:
     runs_on: tuple = ()
     layer_types: tuple | None = None
     rope_key: str | None = None
+    ignored_flag: str | None = None
     note: str = ""
 
 
@@ -362,11 +366,11 @@ _INDEXER_V32 = Submodule(
     pairing="half",
     note=(
         "transformers 5.24 (DeepseekV32Indexer) rotates the leading qk_rope_head_dim features "
-        "of each indexer head half-split, with the attention's cos/sin; DeepSeek's reference "
-        "inference/model.py (deepseek-ai/DeepSeek-V3.2-Exp) applies the indexer's RoPE "
-        "non-interleaved since its 2025-11 fix (interleaved before it, which the attention "
-        "uses); vLLM (vllm/model_executor/models/deepseek_v2.py, Indexer) and SGLang "
-        "(nsa_indexer.py) rotate it half-split (is_neox_style=True)"
+        "of each indexer head half-split (apply_rotary_pos_emb) with the attention's cos/sin; "
+        "DeepSeek's reference inference/model.py rotated them interleaved, like the attention, "
+        "until commit 8631a81 of deepseek-ai/DeepSeek-V3.2-Exp (2025-11: 'rope in indexer is "
+        "not interleaved'); vLLM follows the fix since vllm-project/vllm PR 28968 and SGLang "
+        "rotates the V3.2 indexer NeoX-style (is_neox_style, sgl-project/sglang PR 30342)"
     ),
 )
 _INDEXER_GLM = Submodule(
@@ -377,12 +381,14 @@ _INDEXER_GLM = Submodule(
     output_order="half",
     layers_key="indexer_types",
     runs_on=("full",),
+    ignored_flag="indexer_rope_interleave",
     note=(
         "transformers 5.24 (GlmMoeDsaIndexer) rotates the leading qk_rope_head_dim features "
         "of each indexer head with apply_rotary_pos_emb_interleave (adjacent pairs in, half "
-        "order out), unlike DeepSeek-V3.2's half-split indexer; layers whose indexer_types "
-        "entry is 'shared' have no indexer and reuse the previous layer's top-k; vLLM reads "
-        "the indexer pairing from the config key indexer_rope_interleave"
+        "order out) whatever the config key indexer_rope_interleave says (huggingface/"
+        "transformers PR 46842), unlike DeepSeek-V3.2's half-split indexer; vLLM reads "
+        "indexer_rope_interleave; layers whose indexer_types entry is 'shared' have no indexer "
+        "and reuse the previous full layer's top-k"
     ),
 )
 _INDEXER_V4 = Submodule(
@@ -1164,8 +1170,10 @@ def resolve(cfg: dict, notes: list) -> Reading:
     Examples
     --------
     >>> r = resolve({"model_type": "gemma3", "text_config": {"head_dim": 128}}, [])
-    >>> r.family.name, r.reason
-    ('gemma3', "family gemma3: text_config of 'gemma3' (its fixed text type 'gemma3_text')")
+    >>> r.family.name, r.cfg["head_dim"], r.cfg["rope_local_base_freq"]
+    ('gemma3', 128, 10000.0)
+    >>> r.reason.split(": ")[1]
+    'record gemma3 (Gemma3TextConfig)'
     >>> resolve({"hidden_size": 64, "num_attention_heads": 4}, []).family is None
     True
     """
@@ -1173,7 +1181,8 @@ def resolve(cfg: dict, notes: list) -> Reading:
     family = family_for(model_type)
     if family is not None:
         view = ConfigView(text, family.defaults, family.config_class, notes)
-        return Reading(family, view, model_type, f"family {family.name}: {how}")
+        reason = f"{how}: record {family.name} ({family.config_class})"
+        return Reading(family, view, model_type, reason)
     if "text_config" in cfg and model_type is not None:
         raise ValueError(
             f"text_config has model_type {model_type!r}, which is not in refimpl's family "

@@ -833,6 +833,44 @@ LAYER_RULES = tuple(_LAYER_RULE_FUNCTIONS)
 """The layer rules a record may name (``Family.layers``)."""
 
 
+def _glm_indexer_types(cfg: Mapping, n: int, notes: list) -> list[str]:
+    """GlmMoeDsaConfig's indexer_types when the config omits them: ``index_topk_pattern``
+    (``F``ull / ``S``hared), else ``index_topk_freq`` (1) from ``index_skip_topk_offset`` (2)."""
+    pattern = cfg.get("index_topk_pattern")
+    if pattern is not None:
+        if isinstance(pattern, str):
+            if set(pattern) - {"F", "S"}:
+                raise ValueError("config key index_topk_pattern must hold only F and S")
+            types = ["full" if c == "F" else "shared" for c in pattern]
+        elif isinstance(pattern, list) and all(t in ("full", "shared") for t in pattern):
+            types = list(pattern)
+        else:
+            raise TypeError("config key index_topk_pattern must be a string of F/S or a list")
+        if len(types) != n:
+            raise ValueError(
+                f"config key index_topk_pattern has {len(types)} entries but "
+                f"num_hidden_layers={n}"
+            )
+        return types
+    freq = check_int(cfg.get("index_topk_freq", 1), "config key index_topk_freq", minimum=0)
+    offset = cfg.get("index_skip_topk_offset", 2)
+    offset = check_int(offset, "config key index_skip_topk_offset", minimum=-MAX_LAYERS)
+    freq = max(freq, 1)
+    types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n)]
+    if "shared" in types:
+        notes.append(
+            f"no indexer_types: from index_topk_freq {freq} and index_skip_topk_offset "
+            f"{offset}, layers {[i for i, t in enumerate(types) if t == 'shared']} reuse the "
+            "previous indexer's top-k"
+        )
+    return types
+
+
+_DERIVED_LAYER_LISTS: Mapping[str, Callable] = MappingProxyType(
+    {"indexer_types": _glm_indexer_types}
+)
+
+
 def _with_submodules(family: Family | None, cfg: Mapping, plans: list, notes) -> list:
     if family is None or not family.submodules:
         return plans
@@ -842,6 +880,17 @@ def _with_submodules(family: Family | None, cfg: Mapping, plans: list, notes) ->
         where = None
         if sub.layers_key is not None:
             where = _given_types(cfg, sub.layers_key, n, notes)
+            if where is None and sub.layers_key in _DERIVED_LAYER_LISTS:
+                where = _DERIVED_LAYER_LISTS[sub.layers_key](cfg, n, notes)
+        flag = sub.ignored_flag
+        if flag is not None and cfg.get(flag) is not None:
+            said = check_flag(cfg.get(flag), f"config key {flag}")
+            if said != (sub.pairing == "interleaved"):
+                notes.append(
+                    f"{flag}={str(said).lower()} is ignored: transformers 5.24 rotates the "
+                    f"{family.name} {sub.name} with {sub.pairing} pairs whatever it says "
+                    "(vLLM reads it)"
+                )
         for p in plans:
             if sub.layer_types is not None and p.layer_type not in sub.layer_types:
                 continue

@@ -583,6 +583,33 @@ def test_non_utf8_binary_and_deeply_nested_files_name_the_file(tmp_path):
         load_config(deep)
 
 
+def test_configs_nested_thousands_deep_are_refused_naming_the_source(tmp_path):
+    deep: object = 1
+    for _ in range(5000):
+        deep = {"a": deep}
+    with pytest.raises(ValueError, match="config nests more than 64 levels deep"):
+        rope_schedule({"head_dim": 8, "rope_theta": 1e4, "extra": deep})
+    p = tmp_path / "deep.json"
+    for depth in (500, 5000):  # below and above the JSON decoder's own recursion limit
+        p.write_text('{"head_dim": 8, "x": ' + '{"a": ' * depth + "1" + "}" * depth + "}")
+        with pytest.raises(ValueError, match=f"config: {p} nests"):
+            rope_schedule(p)
+
+
+def test_hostile_layer_counts_and_factors_name_the_key():
+    qwen = {"model_type": "qwen3_next", "num_hidden_layers": 4, "head_dim": 64}
+    with pytest.raises(ValueError, match="full_attention_interval must be positive, got 0"):
+        rope_schedule({**qwen, "full_attention_interval": 0})
+    inf = {"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": math.inf}}
+    with pytest.raises(ValueError, match="config key factor must be finite"):
+        rope_schedule(inf)
+    v4 = {"model_type": "deepseek_v4", "num_hidden_layers": 4, "compress_ratios": [0, 4, 128]}
+    with pytest.raises(ValueError, match="compress_ratios has 3 entries but num_hidden_layers=4"):
+        rope_schedule(v4)
+    with pytest.raises(ValueError, match=r"compress_ratios must be a list of 0, 4 or 128"):
+        rope_schedule({**v4, "compress_ratios": [0, 4, 128, 7]})
+
+
 @pytest.mark.parametrize("literal", ["Infinity", "1e400", "NaN", "-Infinity"])
 def test_non_finite_json_numbers_are_refused(tmp_path, literal):
     for key in ("head_dim", "max_position_embeddings"):

@@ -6,13 +6,23 @@ tests/parity/. The expected rotations are NumPy transcriptions of the families' 
 functions in transformers 5.24 (``models/<family>/modeling_<family>.py``), named in each test.
 """
 
+import json
 import math
 
 import numpy as np
 import pytest
 
+from refimpl.__main__ import main
 from refimpl.config import rope_from_config, rope_schedule
-from refimpl.families import FAMILIES, LayerPlan, QueryScaling, family_for, query_scaling
+from refimpl.families import (
+    FAMILIES,
+    MARKERS,
+    LayerPlan,
+    QueryScaling,
+    family_for,
+    marker_of,
+    query_scaling,
+)
 from refimpl.rotary import inv_freq
 
 RNG = np.random.default_rng(0)
@@ -491,3 +501,316 @@ def test_llama4_scout_equal_band_factors_are_accepted():
     theta = inv_freq(128, 5e5)
     want = np.where(2 * np.pi / theta > 8192, theta / 16, theta)  # the step
     np.testing.assert_allclose(spec.inv_freq, want, rtol=1e-15)
+
+
+# --------------------------------------------------------------------------- never a guess
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"sliding_window_pattern": 6}, "config key sliding_window_pattern"),
+        ({"no_rope_layers": [1, 1, 0]}, "config key no_rope_layers"),
+        ({"qk_rope_head_dim": 64}, "config key qk_rope_head_dim"),
+        ({"kv_lora_rank": 512}, "config key kv_lora_rank"),
+        ({"index_topk": 2048}, "config key index_topk"),
+        ({"linear_conv_kernel_dim": 4}, "config key linear_conv_kernel_dim"),
+        ({"mamba_d_state": 64}, "config key mamba_d_state"),
+        ({"conv_L_cache": 3}, "config key conv_L_cache"),
+        ({"layers_block_type": ["mamba", "hybrid"]}, "config key layers_block_type"),
+        ({"layer_types": ["full_attention", "conv"]}, "layer_types value 'conv'"),
+        ({"rope_parameters": {"rope_theta": 1e4, "mrope_section": [1, 1, 2]}}, "mrope_section"),
+        (
+            {"rope_parameters": {"full_attention": {}, "sliding_attention": {}}},
+            "nested per layer type",
+        ),
+    ],
+)
+def test_an_unknown_type_with_a_marker_is_refused_naming_the_key(extra, named):
+    cfg = {"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4, **extra}  # hand-made
+    with pytest.raises(ValueError, match=r"brand_new.*not in refimpl's family table") as err:
+        rope_schedule(cfg)
+    assert named in str(err.value)
+    assert marker_of(extra) is not None
+
+
+def test_markers_are_one_named_list_and_plain_configs_read_generically():
+    assert set(MARKERS) == {"keys", "prefixes", "suffixes"}
+    assert "qk_rope_head_dim" in MARKERS["keys"] and "mamba_" in MARKERS["prefixes"]
+    plain = {"model_type": "brand_new", "hidden_size": 64, "num_attention_heads": 4}
+    with pytest.raises(ValueError, match=r"no rope_theta.*default_theta"):
+        rope_schedule(plain)  # an unknown class's default base is unknown: refused
+    sched = rope_schedule({**plain, "rope_theta": 5e5, "layer_types": ["sliding_attention"]})
+    assert sched.family is None and sched[0].spec.base == 5e5
+    assert "generic reading" in sched.reason
+    with pytest.raises(ValueError, match="'nope_text', which is not in refimpl's family"):
+        rope_schedule({"model_type": "brand_new", "text_config": {"model_type": "nope_text"}})
+
+
+# --------------------------------------------------------------------------- class defaults
+
+
+def test_a_diff_style_file_reads_through_the_config_class_defaults():
+    cfg = {  # hand-made, the shape of gemma-3-4b-it: text_config without head width or bases
+        "model_type": "gemma3",
+        "text_config": {
+            "model_type": "gemma3_text",
+            "hidden_size": 2560,
+            "num_hidden_layers": 34,
+            "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        },
+    }
+    sched = rope_schedule(cfg)
+    assert len(sched) == 34 and sched.family == "gemma3"
+    local, glob = sched[0].spec, sched[5].spec
+    assert (local.dim, local.base, glob.base, glob.params["factor"]) == (256, 1e4, 1e6, 8.0)
+    for note in (
+        "no head_dim: 256 (Gemma3TextConfig's default)",
+        "no rope_theta: 1000000.0 (Gemma3TextConfig's default)",
+        "no rope_local_base_freq: 10000.0 (Gemma3TextConfig's default)",
+        "no sliding_window_pattern: 6 (Gemma3TextConfig's default)",
+    ):
+        assert note in sched.notes
+    assert not any("num_hidden_layers" in n for n in sched.notes)  # given: no note
+
+
+def test_wrapper_text_configs_as_their_config_classes_read_them():
+    # Voxtral: the wrapper's own hidden_size is not the decoder's; missing text keys take
+    # VoxtralConfig's text defaults (head 128, base 1e8)
+    vox = {"model_type": "voxtral", "hidden_size": 1280, "text_config": {"model_type": "llama"}}
+    sched = rope_schedule(vox)  # hand-made
+    assert (sched[0].spec.dim, sched[0].spec.base, len(sched)) == (128, 1e8, 30)
+    assert "no text_config.rope_theta: 100000000.0 (voxtral's text default)" in sched.notes
+    # Kimi-K2.5: text type kimi_k2 is DeepSeek-V3 (61 layers by class default)
+    kimi = {"model_type": "kimi_k25", "text_config": {"model_type": "kimi_k2"}}
+    sched = rope_schedule(kimi)
+    assert sched.family == "deepseek_v3" and len(sched) == 61
+    assert "which 'kimi_k25' maps to 'deepseek_v3'" in sched.reason
+    # EXAONE 4.5: its text type exaone4_5_text is EXAONE 4
+    exa = {"model_type": "exaone4_5", "text_config": {"model_type": "exaone4_5_text"}}
+    assert rope_schedule({**exa, "text_config": {**exa["text_config"], "num_hidden_layers": 4}})
+    assert rope_schedule(exa).family == "exaone4"
+    # a fixed text class reads text_config as its own type; no model_type: the default
+    assert rope_schedule({"model_type": "qwen3_5", "text_config": {}}).family == "qwen3_5"
+    assert rope_schedule({"model_type": "llava", "text_config": {}}).family == "llama"
+    with pytest.raises(ValueError, match="text_config without model_type"):
+        rope_schedule({"model_type": "unknown_vlm", "text_config": {"head_dim": 8}})
+
+
+# --------------------------------------------------------------------------- new families
+
+
+def test_deepseek_v32_mla_rope_head_and_half_split_indexer():
+    cfg = {  # hand-made, DeepSeek-V3.2 shapes
+        "model_type": "deepseek_v32",
+        "num_hidden_layers": 3,
+        "rope_theta": 1e4,
+        "max_position_embeddings": 163840,
+        "rope_scaling": {
+            "type": "yarn",
+            "factor": 40.0,
+            "original_max_position_embeddings": 4096,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+        },
+    }
+    sched = rope_schedule(cfg)
+    layer = sched[0]
+    spec, idx = layer.spec, layer.indexer
+    assert (spec.dim, spec.rotary_dim, spec.pairing, spec.output_order) == (
+        64,
+        64,
+        "interleaved",
+        "half",
+    )
+    assert layer.query_scaling.softmax_scale == pytest.approx((1 + 0.1 * math.log(40)) ** 2)
+    assert (idx.dim, idx.rotary_dim, idx.rotary_offset, idx.pairing) == (128, 64, 0, "half")
+    np.testing.assert_array_equal(idx.inv_freq, spec.inv_freq)
+    assert idx.attention_scaling == spec.attention_scaling
+    # DeepseekV32Indexer: split [rope 64, pass 64], rotate_half on the rope part
+    pos = np.arange(6)
+    x = RNG.standard_normal((6, 128))
+    c, s = spec.cos_sin(pos)
+    want = np.concatenate([_half(x[:, :64], c, s), x[:, 64:]], -1)
+    np.testing.assert_allclose(idx.apply(x, pos), want, rtol=1e-13, atol=1e-15)
+    assert any("8631a81" in n and "PR 28968" in n for n in idx.notes)
+
+
+def test_glm_moe_dsa_interleaved_indexer_only_on_full_indexer_layers():
+    cfg = {  # hand-made, GLM-5 shapes
+        "model_type": "glm_moe_dsa",
+        "num_hidden_layers": 4,
+        "rope_theta": 1e6,
+        "indexer_types": ["full", "shared", "full", "shared"],
+    }
+    sched = rope_schedule(cfg)
+    assert [x.indexer is not None for x in sched] == [True, False, True, False]
+    assert all(x.spec is not None for x in sched)
+    idx = sched[0].indexer
+    assert (idx.dim, idx.rotary_dim, idx.pairing, idx.output_order) == (
+        128,
+        64,
+        "interleaved",
+        "half",
+    )
+    pos = np.arange(5)
+    x = RNG.standard_normal((5, 128))
+    c, s = idx.cos_sin(pos)
+    want = np.concatenate([_deepseek_interleave(x[:, :64], c, s), x[:, 64:]], -1)
+    np.testing.assert_allclose(idx.apply(x, pos), want, rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match="indexer_types has 2 entries"):
+        rope_schedule({**cfg, "indexer_types": ["full", "full"]})
+
+
+def test_kimi_linear_mla_is_nope_and_kda_layers_are_linear():
+    cfg = {  # hand-made, Kimi-Linear keys (1-based layer lists in linear_attn_config)
+        "model_type": "kimi_linear",
+        "num_hidden_layers": 4,
+        "linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 2, 3]},
+    }
+    sched = rope_schedule(cfg)
+    assert [x.layer_type for x in sched] == ["linear_attention"] * 3 + ["full_attention"]
+    assert all(x.spec is None and x.query_scaling is None for x in sched)
+    with pytest.raises(ValueError, match="has no RoPE"):
+        rope_from_config(cfg)
+    with pytest.raises(ValueError, match=r"no kind for layers \[2\]"):
+        rope_schedule(
+            {**cfg, "linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 3]}}
+        )
+
+
+def test_lfm2_conv_layers_have_no_rope():
+    cfg = {"model_type": "lfm2", "num_hidden_layers": 5, "head_dim": 64, "full_attn_idxs": [1, 4]}
+    sched = rope_schedule(cfg)  # hand-made
+    assert [x.layer_type for x in sched] == [
+        "conv",
+        "full_attention",
+        "conv",
+        "conv",
+        "full_attention",
+    ]
+    assert [x.spec is not None for x in sched] == [False, True, False, False, True]
+    assert sched[1].spec.base == 1e6  # Lfm2Config's default_theta
+    types = rope_schedule({**cfg, "layer_types": ["conv"] * 4 + ["full_attention"]})
+    assert [x.spec is not None for x in types] == [False] * 4 + [True]
+
+
+def test_zamba2_shared_attention_head_is_twice_hidden_over_heads():
+    cfg = {  # hand-made
+        "model_type": "zamba2",
+        "hidden_size": 256,
+        "num_attention_heads": 8,
+        "num_hidden_layers": 3,
+        "layers_block_type": ["mamba", "hybrid", "mamba"],
+        "use_mem_rope": True,
+        "rope_theta": 1e4,
+    }
+    sched = rope_schedule(cfg)
+    assert [x.layer_type for x in sched] == ["linear_attention", "hybrid", "linear_attention"]
+    assert [x.spec is not None for x in sched] == [False, True, False]
+    assert sched[1].spec.dim == sched[1].spec.rotary_dim == 2 * 256 // 8
+    off = rope_schedule({**cfg, "use_mem_rope": False})
+    assert all(x.spec is None for x in off)
+
+
+def test_olmo3_4x_yarn_belongs_to_the_full_attention_layers():
+    cfg = {  # hand-made, OLMo 3's released 4.x keys
+        "model_type": "olmo3",
+        "head_dim": 128,
+        "num_hidden_layers": 8,
+        "max_position_embeddings": 65536,
+        "rope_theta": 500000.0,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 8.0,
+            "original_max_position_embeddings": 8192,
+            "attention_factor": 1.2079441541679836,
+        },
+    }
+    sched = rope_schedule(cfg)
+    kinds = [(x.layer_type, x.spec.rope_type) for x in sched]
+    assert kinds == ([("sliding_attention", "default")] * 3 + [("full_attention", "yarn")]) * 2
+    assert sched[3].spec.attention_scaling == pytest.approx(1.2079441541679836)
+    assert sched[0].spec.base == sched[3].spec.base == 5e5
+    with pytest.raises(ValueError, match=r"default_theta 500000.0"):
+        rope_schedule({**cfg, "rope_theta": 1e6})
+
+
+def test_deepseek_v4_flat_form_builds_main_and_compress():
+    cfg = {  # hand-made, the keys of DeepSeek-V4's released flat config
+        "model_type": "deepseek_v4",
+        "num_hidden_layers": 3,
+        "head_dim": 512,
+        "qk_rope_head_dim": 64,
+        "rope_theta": 10000.0,
+        "compress_rope_theta": 160000.0,
+        "compress_ratios": [0, 4, 128],
+        "max_position_embeddings": 1048576,
+        "rope_scaling": {
+            "type": "yarn",
+            "factor": 16.0,
+            "original_max_position_embeddings": 65536,
+            "beta_fast": 32,
+            "beta_slow": 1,
+        },
+    }
+    sched = rope_schedule(cfg)
+    main, csa, hca = (x.spec for x in sched)
+    assert (main.rope_type, main.base, main.rotary_dim, main.rotary_offset) == (
+        "default",
+        1e4,
+        64,
+        448,
+    )
+    assert (csa.rope_type, csa.base, csa.attention_scaling) == ("yarn", 1.6e5, 1.0)
+    assert csa.key() == hca.key() and sched[1].indexer is not None and sched[2].indexer is None
+    with pytest.raises(ValueError, match="compress_ratios has 3 entries but num_hidden_layers=4"):
+        rope_schedule({**cfg, "num_hidden_layers": 4})
+
+
+def test_qwen3_5_text_types_rotate_only_their_full_attention_layers():
+    for model_type in ("qwen3_5_text", "qwen3_5_moe_text"):
+        cfg = {"model_type": model_type, "num_hidden_layers": 8, "rope_theta": 1e7}
+        sched = rope_schedule(cfg)  # hand-made
+        assert [x.spec is not None for x in sched] == [False, False, False, True] * 2
+        spec = sched[3].spec
+        assert (spec.dim, spec.rotary_dim, spec.mrope_section) == (256, 64, (11, 11, 10))
+    with pytest.raises(ValueError, match="full_attention_interval must be positive, got 0"):
+        rope_schedule({**cfg, "full_attention_interval": 0})
+
+
+def test_dual_chunk_attention_is_read_once_and_described():
+    cfg = {  # hand-made, Qwen2.5-1M's dual_chunk_attention_config
+        "model_type": "qwen2",
+        "hidden_size": 3584,
+        "num_attention_heads": 28,
+        "num_hidden_layers": 2,
+        "rope_theta": 1e7,
+        "dual_chunk_attention_config": {
+            "chunk_size": 262144,
+            "local_size": 8192,
+            "original_max_position_embeddings": 262144,
+        },
+    }
+    sched = rope_schedule(cfg)
+    dca = sched.dual_chunk_attention
+    assert (dca.chunk_size, dca.local_size, dca.chunk_len) == (262144, 8192, 253952)
+    assert any("transformers ignores it" in n and "vLLM and SGLang" in n for n in sched.notes)
+    bad = {**cfg, "dual_chunk_attention_config": {"chunk_size": 8}}
+    with pytest.raises(ValueError, match=r"dual_chunk_attention_config.*local_size"):
+        rope_schedule(bad)
+
+
+def test_describe_names_the_family_and_why_and_the_indexer(tmp_path, capsys):
+    path = tmp_path / "config.json"  # hand-made
+    cfg = {"model_type": "deepseek_v32", "num_hidden_layers": 2, "rope_theta": 1e4}
+    path.write_text(json.dumps(cfg))
+    assert main(["describe", str(path), "--no-pairs"]) == 0
+    out = capsys.readouterr().out
+    assert "family            deepseek_v32" in out
+    assert "read by           model_type 'deepseek_v32': record deepseek_v32" in out
+    assert "indexer: half pairs on the leading 64 of 128 features (the layer's tables)" in out
+    generic = tmp_path / "g.json"
+    generic.write_text(json.dumps({"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4}))
+    assert main(["describe", str(generic), "--no-pairs"]) == 0
+    assert "family            none (generic reading)" in capsys.readouterr().out
