@@ -261,6 +261,9 @@ class Family:
         ``10000 * rope_ratio``; None: ``rope_theta``.
     submodules : tuple of Submodule
         Other modules of a layer that rotate (an MLA indexer).
+    layer_count : tuple (str, int) or None
+        ``(key, per_block)``: the config counts blocks of ``per_block`` attention layers in
+        ``key`` (None: ``num_hidden_layers`` counts the layers).
     source : str
         The code the rules were checked against.
     """
@@ -284,6 +287,7 @@ class Family:
     dynamic_alpha: bool = False
     base_from: str | None = None
     submodules: tuple = ()
+    layer_count: tuple | None = None
     source: str = ""
 
     def __post_init__(self):
@@ -581,7 +585,7 @@ _RECORDS = (
         "glm4v",
         ("glm4v", "glm4v_text"),
         "Glm4vTextConfig",
-        _d(4096, 32, 40, 32768, 1e4, partial_rotary_factor=0.5),
+        _d(4096, 32, 40, 32768, 1e4),
         pairing="interleaved",
         mrope_layout="blocked",
         mrope_section=(8, 12, 12),
@@ -680,12 +684,21 @@ _RECORDS = (
         "longcat_flash",
         ("longcat_flash",),
         "LongcatFlashConfig",
-        _d(6144, 64, 28, 131072, 1e7, qk_rope_head_dim=64),
+        {
+            "hidden_size": 6144,
+            "num_attention_heads": 64,
+            "num_layers": 28,
+            "max_position_embeddings": 131072,
+            "rope_theta": 1e7,
+            "qk_rope_head_dim": 64,
+        },
+        layer_count=("num_layers", 2),
         width="qk_rope_head_dim",
         pairing="interleaved",
         output_order="half",
         query=("mla_mscale",),
-        source=_tf("longcat_flash") + " (always apply_rotary_pos_emb_interleave)",
+        source=_tf("longcat_flash") + " (always apply_rotary_pos_emb_interleave; two "
+        "attention layers per num_layers block)",
     ),
     Family(
         "deepseek_v32",

@@ -502,7 +502,17 @@ class LayerPlan:
     submodules: tuple = ()
 
 
-def _num_layers(cfg: Mapping) -> int | None:
+def _num_layers(family: Family | None, cfg: Mapping) -> int | None:
+    """The decoder's layer count: ``num_hidden_layers`` (GPT-J's ``n_layer``), or for a
+    family that counts blocks, ``per_block`` times its block count (LongCat-Flash: two
+    attention layers per ``num_layers`` block)."""
+    count = family.layer_count if family is not None else None
+    if count is not None and (
+        not isinstance(cfg, ConfigView) or "num_hidden_layers" not in cfg.raw
+    ):
+        key, per_block = count
+        blocks = config_int(cfg, key, minimum=1, maximum=MAX_LAYERS)
+        return None if blocks is None else per_block * blocks
     for key in ("num_hidden_layers", "n_layer", "num_layers"):
         n = config_int(cfg, key, minimum=1, maximum=MAX_LAYERS)
         if n is not None:
@@ -848,8 +858,7 @@ def _glm_indexer_types(cfg: Mapping, n: int, notes: list) -> list[str]:
             raise TypeError("config key index_topk_pattern must be a string of F/S or a list")
         if len(types) != n:
             raise ValueError(
-                f"config key index_topk_pattern has {len(types)} entries but "
-                f"num_hidden_layers={n}"
+                f"config key index_topk_pattern has {len(types)} entries but num_hidden_layers={n}"
             )
         return types
     freq = check_int(cfg.get("index_topk_freq", 1), "config key index_topk_freq", minimum=0)
@@ -917,7 +926,7 @@ def layer_plan(
     >>> [p.uses_rope for p in layer_plan(r.family, r.cfg, [])]
     [True, True, True, False]
     """
-    n = _num_layers(cfg)
+    n = _num_layers(family, cfg)
     types = cfg.get("layer_types")
     if n is None and isinstance(types, list):
         n = len(types)
