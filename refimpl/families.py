@@ -28,6 +28,7 @@ Adding a family is one record (and its tests).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -303,6 +304,31 @@ class Family:
         if self.interleave_flag is not None and self.interleave_flag not in self.defaults:
             raise ValueError(f"{self.name}: the default of {self.interleave_flag} is needed")
         object.__setattr__(self, "defaults", ReadOnlyDict(self.defaults))
+
+    def _removed(self, name: str, key: str):
+        warnings.warn(
+            f"Family.{name} is deprecated and will be removed in refimpl 0.2: use "
+            f"Family.defaults[{key!r}] (the config class's default)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return self.defaults.get(key)
+
+    @property
+    def flag_default(self) -> bool:
+        """Deprecated: ``defaults[interleave_flag]``."""
+        key = self.interleave_flag or "rope_interleave"
+        return bool(self._removed("flag_default", key))
+
+    @property
+    def partial_default(self) -> float | None:
+        """Deprecated: ``defaults["partial_rotary_factor"]``."""
+        return self._removed("partial_default", "partial_rotary_factor")
+
+    @property
+    def rope_head_default(self) -> int | None:
+        """Deprecated: ``defaults["qk_rope_head_dim"]``."""
+        return self._removed("rope_head_default", "qk_rope_head_dim")
 
 
 def _tf(name: str) -> str:

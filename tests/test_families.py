@@ -816,3 +816,15 @@ def test_describe_names_the_family_and_why_and_the_indexer(tmp_path, capsys):
     generic.write_text(json.dumps({"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4}))
     assert main(["describe", str(generic), "--no-pairs"]) == 0
     assert "family            none (generic reading)" in capsys.readouterr().out
+
+
+def test_removed_family_fields_warn_and_name_their_replacement():
+    fam = family_for("deepseek_v3")
+    with pytest.warns(
+        DeprecationWarning, match=r"Family\.flag_default.*defaults\['rope_interleave'\]"
+    ):
+        assert fam.flag_default is True
+    with pytest.warns(DeprecationWarning, match="partial_rotary_factor"):
+        assert family_for("gpt_neox").partial_default == 0.25
+    with pytest.warns(DeprecationWarning, match="qk_rope_head_dim"):
+        assert fam.rope_head_default == 64
