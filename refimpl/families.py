@@ -53,6 +53,7 @@ from .family_rules import (  # noqa: F401 (the rules' names, importable from her
 __all__ = [
     "FAMILIES",
     "MARKERS",
+    "UNSUPPORTED",
     "WRAPPERS",
     "Family",
     "Reading",
@@ -100,11 +101,26 @@ MARKER_KEYS = (
     "conv_kernel",
     "use_conv_bias",
     "short_conv_kernel_size",
+    "kv_channels",
     # not RoPE at all
     "position_embedding_type",
     "alibi",
     "use_alibi",
+    # vision and audio encoders (2-D, axial or time RoPE: refimpl.multiaxis, refimpl.audio)
+    "patch_size",
+    "image_size",
+    "num_channels",
+    "num_mel_bins",
+    "sampling_rate",
 )
+# what serves a marked config, where refimpl has an API for it
+MARKER_APIS = {
+    "patch_size": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
+    "image_size": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
+    "num_channels": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
+    "num_mel_bins": "refimpl.audio",
+    "sampling_rate": "refimpl.audio",
+}
 MARKER_PREFIXES = (
     "index_",
     "mrope_",
@@ -265,6 +281,9 @@ class Family:
     layer_count : tuple (str, int) or None
         ``(key, per_block)``: the config counts blocks of ``per_block`` attention layers in
         ``key`` (None: ``num_hidden_layers`` counts the layers).
+    aliases : mapping
+        The config class's ``attribute_map``: a name the reader uses -> the key the file
+        writes it under (JetMoe's ``head_dim`` is ``kv_channels``).
     source : str
         The code the rules were checked against.
     """
@@ -289,6 +308,7 @@ class Family:
     base_from: str | None = None
     submodules: tuple = ()
     layer_count: tuple | None = None
+    aliases: Mapping = dataclasses.field(default_factory=dict)
     source: str = ""
 
     def __post_init__(self):
@@ -304,6 +324,7 @@ class Family:
         if self.interleave_flag is not None and self.interleave_flag not in self.defaults:
             raise ValueError(f"{self.name}: the default of {self.interleave_flag} is needed")
         object.__setattr__(self, "defaults", ReadOnlyDict(self.defaults))
+        object.__setattr__(self, "aliases", ReadOnlyDict(self.aliases))
 
     def _removed(self, name: str, key: str):
         warnings.warn(
@@ -457,6 +478,23 @@ _RECORDS = (
     _like(_LLAMA, "olmo2", ("olmo2",), "Olmo2Config", _d(4096, 32, 32, 2048, 1e4)),
     _like(_LLAMA, "starcoder2", ("starcoder2",), "Starcoder2Config", _d(3072, 24, 30, 4096, 1e4)),
     _like(_LLAMA, "falcon", ("falcon",), "FalconConfig", _d(4544, 71, 32, 2048, 1e4)),
+    _like(
+        _LLAMA,
+        "jetmoe",
+        ("jetmoe",),
+        "JetMoeConfig",
+        {
+            "hidden_size": 2048,
+            "num_attention_heads": 32,
+            "num_hidden_layers": 12,
+            "max_position_embeddings": 4096,
+            "rope_theta": 1e4,
+            "kv_channels": 128,
+        },
+        aliases={"head_dim": "kv_channels"},
+        source=_tf("jetmoe") + " (attribute_map: head_dim is kv_channels, the attention's "
+        "head width)",
+    ),
     _like(_LLAMA, "gemma", ("gemma",), "GemmaConfig", _d(3072, 16, 28, 8192, 1e4, head_dim=256)),
     _like(
         _LLAMA,
@@ -1096,6 +1134,23 @@ WRAPPER_TEXT_DEFAULTS: Mapping[str, Mapping] = MappingProxyType(
 )
 
 
+# Model types transformers runs with a RoPE refimpl's specs cannot express: refused with what
+# the model does and the refimpl API that serves it, where one does.
+UNSUPPORTED: Mapping[str, str] = MappingProxyType(
+    {
+        "ernie4_5_vl_moe_text": (
+            "Ernie 4.5 VL's text decoder permutes its frequencies before rotating (the "
+            "height/width pairs take the even, then the odd frequencies of the leading "
+            "sections; time keeps the trailing ones: transformers 5.24 "
+            "Ernie4_5_VLMoeTextRotaryEmbedding, mrope_section default [22, 22, 20]), so even "
+            "text positions see a permuted RoPE; a RopeSpec's frequencies are its method's in "
+            "order, and refimpl's M-RoPE layouts (refimpl.multiaxis.mrope_cos_sin) do not "
+            "express the permutation"
+        ),
+    }
+)
+
+
 def family_for(model_type) -> Family | None:
     """The family of a config's ``model_type`` (None when it is not listed).
 
@@ -1217,8 +1272,14 @@ def resolve(cfg: dict, notes: list) -> Reading:
     True
     """
     text, model_type, how = _text_of(cfg, notes)
+    if model_type in UNSUPPORTED:
+        raise ValueError(f"model_type {model_type!r}: {UNSUPPORTED[model_type]}")
     family = family_for(model_type)
     if family is not None:
+        for alias, key in family.aliases.items():
+            if alias not in text and key in text:
+                text[alias] = text[key]
+                notes.append(f"{key} read as {alias} ({family.config_class}'s attribute_map)")
         view = ConfigView(text, family.defaults, family.config_class, notes)
         reason = f"{how}: record {family.name} ({family.config_class})"
         return Reading(family, view, model_type, reason)
@@ -1230,10 +1291,12 @@ def resolve(cfg: dict, notes: list) -> Reading:
     marker = marker_of(text)
     which = "no model_type" if model_type is None else f"model_type {model_type!r}"
     if marker is not None:
+        api = next((v for k, v in MARKER_APIS.items() if marker == f"config key {k}"), None)
+        serve = f"; a vision or audio encoder's RoPE is served by {api}" if api else ""
         raise ValueError(
             f"{which} is not in refimpl's family table and the config has {marker}, a sign of "
             "per-layer or non-RoPE structure that the generic reading (one RoPE for every "
-            "layer) would silently get wrong; refimpl needs a family record for it"
+            f"layer) would silently get wrong; refimpl needs a family record for it{serve}"
         )
     notes.append(
         f"{which} (not in refimpl's family table): generic reading (head_dim or "

@@ -828,3 +828,14 @@ def test_removed_family_fields_warn_and_name_their_replacement():
         assert family_for("gpt_neox").partial_default == 0.25
     with pytest.warns(DeprecationWarning, match="qk_rope_head_dim"):
         assert fam.rope_head_default == 64
+
+
+def test_attribute_map_aliases_and_unsupported_types_and_encoders():
+    jet = rope_schedule({"model_type": "jetmoe", "hidden_size": 2048, "kv_channels": 128})
+    assert jet[0].spec.dim == 128  # JetMoeConfig: head_dim is kv_channels, not 2048 // 32
+    assert "kv_channels read as head_dim (JetMoeConfig's attribute_map)" in jet.notes
+    with pytest.raises(ValueError, match="ernie4_5_vl_moe_text.*permutes its frequencies"):
+        rope_schedule({"model_type": "ernie4_5_vl_moe_text", "head_dim": 128})
+    vision = {"model_type": "some_vit", "hidden_size": 64, "num_attention_heads": 4}
+    with pytest.raises(ValueError, match=r"patch_size.*refimpl\.multiaxis\.apply_rope_2d"):
+        rope_schedule({**vision, "rope_theta": 100.0, "patch_size": 16})
