@@ -505,6 +505,101 @@ _RECORDS = (
     ),
     _like(
         _LLAMA,
+        "laguna",
+        ("laguna",),
+        "LagunaConfig",
+        _d(
+            2048,
+            48,
+            40,
+            131072,
+            1e4,
+            head_dim=128,
+            rope_parameters={
+                "full_attention": {
+                    "rope_type": "default",
+                    "rope_theta": 500000.0,
+                    "partial_rotary_factor": 0.5,
+                },
+                "sliding_attention": {
+                    "rope_type": "default",
+                    "rope_theta": 10000.0,
+                    "partial_rotary_factor": 1.0,
+                },
+            },
+        ),
+        honours_partial=True,
+        source=_tf("laguna") + " (a rope per layer type; the leading slice rotates)",
+    ),
+    _like(
+        _LLAMA,
+        "mellum",
+        ("mellum",),
+        "MellumConfig",
+        _d(
+            2304,
+            32,
+            28,
+            131072,
+            1e4,
+            head_dim=128,
+            rope_parameters={
+                "full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            },
+        ),
+        source=_tf("mellum") + " (a rope per layer type)",
+    ),
+    _like(
+        _LLAMA,
+        "mimo_v2_flash",
+        ("mimo_v2_flash",),
+        "MiMoV2FlashConfig",
+        _d(
+            4096,
+            64,
+            48,
+            131072,
+            1e4,
+            head_dim=192,
+            rope_parameters={
+                "full_attention": {
+                    "rope_type": "default",
+                    "rope_theta": 5000000.0,
+                    "partial_rotary_factor": 0.334,
+                },
+                "sliding_attention": {
+                    "rope_type": "default",
+                    "rope_theta": 10000.0,
+                    "partial_rotary_factor": 0.334,
+                },
+            },
+        ),
+        honours_partial=True,
+        layers="layer_types",
+        source=_tf("mimo_v2_flash") + " (a rope per layer type; the leading slice rotates)",
+    ),
+    _like(
+        _LLAMA,
+        "modernbert-decoder",
+        ("modernbert-decoder",),
+        "ModernBertDecoderConfig",
+        _d(
+            768,
+            12,
+            22,
+            8192,
+            160000.0,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 160000.0},
+            },
+        ),
+        layers="layer_types",
+        source=_tf("modernbert_decoder") + " (a rope per layer type)",
+    ),
+    _like(
+        _LLAMA,
         "olmo3",
         ("olmo3",),
         "Olmo3Config",
@@ -881,6 +976,16 @@ _RECORDS = (
         honours_partial=False,
         source=_tf("exaone4") + "; exaone4_5_text is EXAONE 4.5's text type, which "
         "Exaone4_5_Config maps to exaone4",
+    ),
+    Family(
+        "exaone_moe",
+        ("exaone_moe",),
+        "ExaoneMoeConfig",
+        _d(4096, 32, 32, 2048, 1e4, sliding_window=4096, sliding_window_pattern=4),
+        layers="exaone4",
+        honours_partial=False,
+        source=_tf("exaone_moe") + " (EXAONE 4's rule: RoPE without a sliding window or on "
+        "sliding layers)",
     ),
     Family(
         "qwen3_next",

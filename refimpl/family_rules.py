@@ -317,6 +317,14 @@ def rope_dicts(family: Family | None, cfg: ConfigView, notes: list) -> dict:
     """
     rp = _object(cfg.given("rope_parameters"), "rope_parameters")
     rs = _object(cfg.given("rope_scaling"), "rope_scaling")
+    if rp is None and rs is None and "rope_parameters" in cfg.defaults:
+        if cfg.given("rope_theta") is not None:
+            raise ValueError(
+                f"{family.name}: config key rope_theta without rope_parameters; "
+                f"{family.config_class} keeps its own rope per layer type and refimpl does not "
+                "guess where a top-level base goes: write rope_parameters"
+            )
+        rp = cfg.get("rope_parameters")  # the class's rope per layer type, noted by the view
     form = family.rope_form if family is not None else "flat"
     return _ROPE_FORM_FUNCTIONS[form](cfg, rp, rs, notes)
 
@@ -575,6 +583,19 @@ def _rule_uniform(family, cfg, n, notes):
     return _plans(types)
 
 
+def _rule_layer_types(family, cfg, n, notes):
+    """Every layer rotates with the rope of its layer type; the types must be given (the
+    config class builds its default pattern in code the record does not repeat)."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        raise ValueError(
+            f"{family.name} needs config key layer_types: {family.config_class} builds a "
+            "default pattern of sliding and full layers that refimpl's record does not hold"
+        )
+    _only(types, PLAIN_LAYER_TYPES, family)
+    return _plans(types)
+
+
 def _rule_gemma2(family, cfg, n, notes):
     types = _given_types(cfg, "layer_types", n, notes)
     if types is None:  # every other layer is full attention, one rope for both
@@ -824,6 +845,7 @@ def _int_key(key: str) -> int:
 _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "uniform": _rule_uniform,
+        "layer_types": _rule_layer_types,
         "gemma2": _rule_gemma2,
         "gemma3": _rule_gemma3,
         "gemma4": _rule_gemma4,

@@ -834,8 +834,21 @@ def test_attribute_map_aliases_and_unsupported_types_and_encoders():
     jet = rope_schedule({"model_type": "jetmoe", "hidden_size": 2048, "kv_channels": 128})
     assert jet[0].spec.dim == 128  # JetMoeConfig: head_dim is kv_channels, not 2048 // 32
     assert "kv_channels read as head_dim (JetMoeConfig's attribute_map)" in jet.notes
-    with pytest.raises(ValueError, match="ernie4_5_vl_moe_text.*permutes its frequencies"):
+    with pytest.raises(ValueError, match=r"ernie4_5_vl_moe_text.*permutes its frequencies"):
         rope_schedule({"model_type": "ernie4_5_vl_moe_text", "head_dim": 128})
     vision = {"model_type": "some_vit", "hidden_size": 64, "num_attention_heads": 4}
     with pytest.raises(ValueError, match=r"patch_size.*refimpl\.multiaxis\.apply_rope_2d"):
         rope_schedule({**vision, "rope_theta": 100.0, "patch_size": 16})
+
+
+def test_families_with_a_rope_per_layer_type_in_the_class():
+    laguna = rope_schedule({"model_type": "laguna", "num_hidden_layers": 2})  # hand-made
+    full = laguna[0].spec  # LagunaConfig's own rope: base 5e5 on half of each 128-wide head
+    assert (full.base, full.dim, full.rotary_dim) == (5e5, 128, 64)
+    assert any("no rope_parameters" in n and "LagunaConfig" in n for n in laguna.notes)
+    with pytest.raises(ValueError, match="rope_theta without rope_parameters"):
+        rope_schedule({"model_type": "laguna", "num_hidden_layers": 2, "rope_theta": 1e6})
+    with pytest.raises(ValueError, match="mimo_v2_flash needs config key layer_types"):
+        rope_schedule({"model_type": "mimo_v2_flash", "num_hidden_layers": 2})
+    exa = rope_schedule({"model_type": "exaone_moe", "num_hidden_layers": 4, "head_dim": 64})
+    assert [x.spec is None for x in exa] == [False, False, False, True]

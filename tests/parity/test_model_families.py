@@ -180,6 +180,38 @@ FAMILIES = {
         "Qwen3_5MoeAttention",
     ),
     "llama": Family("llama", "LlamaConfig", "LlamaRotaryEmbedding", "LlamaAttention"),
+    "exaone_moe": Family(
+        "exaone_moe", "ExaoneMoeConfig", "ExaoneMoeRotaryEmbedding", "ExaoneMoeAttention"
+    ),
+    "laguna": Family(
+        "laguna", "LagunaConfig", "LagunaRotaryEmbedding", "LagunaAttention", per_layer_type=True
+    ),
+    "mellum": Family(
+        "mellum", "MellumConfig", "MellumRotaryEmbedding", "MellumAttention", per_layer_type=True
+    ),
+    "mimo_v2_flash": Family(
+        "mimo_v2_flash",
+        "MiMoV2FlashConfig",
+        "MiMoV2FlashRotaryEmbedding",
+        "MiMoV2FlashAttention",
+        per_layer_type=True,
+    ),
+    "modernbert-decoder": Family(
+        "modernbert_decoder",
+        "ModernBertDecoderConfig",
+        "ModernBertDecoderRotaryEmbedding",
+        "ModernBertDecoderAttention",
+        per_layer_type=True,
+        decoder="ModernBertDecoderLayer",
+        attention_attr="attn",
+    ),
+    "jetmoe": Family(
+        "jetmoe",
+        "JetMoeConfig",
+        "JetMoeRotaryEmbedding",
+        "JetMoeAttention",
+        attention_attr="self_attention",
+    ),
     "qwen2": Family("qwen2", "Qwen2Config", "Qwen2RotaryEmbedding", "Qwen2Attention"),
     "deepseek_v4": Family(
         "deepseek_v4",
@@ -442,6 +474,8 @@ def _small_overrides(name: str) -> dict:
             out[key] = 32
     if getattr(cfg, "index_n_heads", None):
         out["index_n_heads"] = 2
+    if getattr(cfg, "num_attention_heads_per_layer", None):  # Laguna's per-layer head counts
+        out["num_attention_heads_per_layer"] = [2] * len(cfg.num_attention_heads_per_layer)
     for key in ("num_experts", "n_routed_experts", "num_local_experts"):
         if getattr(cfg, key, None):
             out[key] = 2
@@ -513,7 +547,11 @@ def _run_layer(name: str, index: int, pos: np.ndarray) -> Recorded | None:
         if cls is None:
             return None
         torch.manual_seed(index)
-        attn = cls(hf_cfg, index).eval()
+        try:
+            attn = cls(hf_cfg, index).eval()
+        except TypeError:  # per-layer arguments (Laguna's head count): the layer builds it
+            decoder = fam.decoder or fam.attention.replace("Attention", "DecoderLayer")
+            attn = getattr(getattr(mod, decoder)(hf_cfg, index), fam.attention_attr).eval()
         width = hf_cfg.hidden_size
     rot = getattr(mod, fam.rotary)(hf_cfg)
     pid = torch.from_numpy(pos)[None, :]
@@ -709,6 +747,8 @@ def _class_default(cls, instance, key):
         return rope.get(
             "partial_rotary_factor", getattr(cls, "default_partial_rotary_factor", None)
         )
+    if key == "rope_parameters":  # the class's own rope per layer type
+        return instance.rope_parameters
     if key == "global_head_dim":  # Gemma 4: the head width of the full-attention layers
         return next(iter(instance.to_dict()["per_layer_config"].values()))["head_dim"]
     if key in ("sliding_window_pattern", "full_attention_interval"):

@@ -51,6 +51,12 @@ DEFAULTS = {
     "kimi-k2.5": "Kimi_K25Config",
     "deepseek-v4": "DeepseekV4Config",
     "qwen2": "Qwen2Config",
+    "exaone-moe": "ExaoneMoeConfig",
+    "laguna": "LagunaConfig",
+    "mellum": "MellumConfig",
+    "mimo-v2-flash": "MiMoV2FlashConfig",
+    "modernbert-decoder": "ModernBertDecoderConfig",
+    "jetmoe": "JetMoeConfig",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
