@@ -6,19 +6,25 @@ to and how queries are rescaled by position are written in each model's code. Th
 holds those facts as declarative records, one :class:`Family` per model family, each checked
 against the modeling and configuration files of the pinned transformers (5.24,
 ``transformers/models/<name>/``) or, for families that ship their own code, against that code
-(named in the record). :mod:`refimpl.config` reads a config in one pass through its record:
+(named in the record). :mod:`refimpl.config` reads a config in one pass through its record,
+with the machinery of :mod:`refimpl.family_rules` that the record's fields name:
 
 1. :func:`resolve` finds the decoder's config (a wrapper's ``text_config``, through
    :data:`WRAPPERS`), its record, and why; an unknown ``model_type`` is read as one RoPE for
-   every layer only when the config carries none of the :data:`MARKERS` of other structure;
-2. :class:`ConfigView` reads keys through the record's ``defaults`` (its config class's
-   defaults), noting each default used, as a diff-style released file relies on them;
-3. :func:`rope_dicts` turns the rope fields into one rope dict per layer kind
-   (:data:`ROPE_FORMS`: the 4.x forms of Gemma 3, OLMo 3 and DeepSeek-V4 as their config
+   every layer only when the config carries none of the :data:`MARKERS` of other structure,
+   and the types of :data:`UNSUPPORTED` are refused with what they do;
+2. a :class:`~refimpl.family_rules.ConfigView` reads keys through the record's ``defaults``
+   (its config class's defaults), noting each default used, as a diff-style released file
+   relies on them;
+3. :func:`~refimpl.family_rules.rope_dicts` turns the rope fields into one rope dict per layer
+   kind (``rope_form``: the 4.x forms of Gemma 3, OLMo 3 and DeepSeek-V4 as their config
    classes convert them);
-4. :func:`layer_plan` lists every layer by the record's rule (:data:`LAYER_RULES`);
-5. per layer, :func:`rotary_widths` (:data:`WIDTH_SOURCES`), :func:`pairing_and_order`,
-   :func:`query_scaling` and each :class:`Submodule` (an MLA indexer's own RoPE).
+4. :func:`~refimpl.family_rules.layer_plan` lists every layer by the record's rule
+   (``layers``);
+5. per layer, :func:`~refimpl.family_rules.rotary_widths` (``width``),
+   :func:`~refimpl.family_rules.pairing_and_order`,
+   :func:`~refimpl.family_rules.query_scaling` and each :class:`Submodule` (an MLA indexer's
+   own RoPE).
 
 An explicit config flag (``rope_interleave``, ``partial_rotary_factor``, ``rotary_dim``,
 ``layer_types``, ``no_rope_layers``) wins over the family default, as it does in the model code.
