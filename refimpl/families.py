@@ -108,6 +108,7 @@ MARKER_KEYS = (
     "use_conv_bias",
     "short_conv_kernel_size",
     "kv_channels",
+    "cross_attention_layers",
     # not RoPE at all
     "position_embedding_type",
     "alibi",
@@ -130,6 +131,7 @@ MARKER_APIS = {
 MARKER_PREFIXES = (
     "index_",
     "mrope_",
+    "xdrope_",
     "linear_",
     "mamba_",
     "ssm_",
@@ -145,8 +147,8 @@ MARKERS = MappingProxyType(
 )
 """Config keys that mark per-layer or non-RoPE structure (``keys`` exact, ``prefixes``,
 ``suffixes``); besides them, ``layer_types`` values other than :data:`PLAIN_LAYER_TYPES`, a
-rope dict per layer type, ``mrope_*`` inside the rope dict and a ``text_config`` of a type
-refimpl does not know."""
+rope dict per layer type, ``mrope_*`` or ``xdrope_*`` inside the rope dict and a
+``text_config`` of a type refimpl does not know."""
 
 
 def marker_of(cfg: Mapping) -> str | None:
@@ -177,7 +179,7 @@ def marker_of(cfg: Mapping) -> str | None:
             if rope and all(isinstance(v, Mapping) for v in rope.values()):
                 return f"config key {key} nested per layer type {sorted(rope)}"
             for inner in rope:
-                if isinstance(inner, str) and inner.startswith("mrope_"):
+                if isinstance(inner, str) and inner.startswith(("mrope_", "xdrope_")):
                     return f"config key {key}.{inner}"
             if rope.get("rope_type", rope.get("type")) == "mrope":
                 return f"config key {key}.rope_type 'mrope'"
@@ -765,6 +767,119 @@ _RECORDS = (
         mrope_section=(8, 12, 12),
         source=_tf("glm4v_moe") + " (rotate_half over the leading slice)",
     ),
+    Family(  # GLM-4.1V's text rotation, as GLM-OCR's decoder repeats it
+        "glm_ocr",
+        ("glm_ocr_text",),
+        "GlmOcrTextConfig",
+        _d(1024, 16, 16, 131072, 1e4),
+        pairing="interleaved",
+        mrope_layout="blocked",
+        mrope_section=(8, 12, 12),
+        source=_tf("glm_ocr") + " (adjacent pairs inside the leading slice, M-RoPE sections)",
+    ),
+    Family(  # GLM-4.1V-MoE's rotation (half pairs in the leading slice, M-RoPE sections)
+        "glm_image",
+        ("glm_image_text",),
+        "GlmImageTextConfig",
+        _d(4096, 32, 40, 131072, 1e4),
+        mrope_layout="blocked",
+        mrope_section=(8, 12, 12),
+        source=_tf("glm_image") + " (rotate_half over the leading slice, M-RoPE sections)",
+    ),
+    Family(
+        "moonshine_streaming",
+        ("moonshine_streaming",),
+        "MoonshineStreamingConfig",
+        _d(
+            320,
+            8,
+            6,
+            4096,
+            1e4,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "partial_rotary_factor": 0.8,
+            },
+        ),
+        pairing="interleaved",
+        source=_tf("moonshine_streaming") + " (the decoder's self-attention: adjacent pairs "
+        "inside the leading slice; the class's own rope block rotates 0.8 of each head)",
+    ),
+    Family(
+        "mllama_text",
+        ("mllama_text_model",),
+        "MllamaTextConfig",
+        _d(4096, 32, 40, 131072, 500000.0, cross_attention_layers=[3, 8, 13, 18, 23, 28, 33, 38]),
+        layers="cross_attention",
+        honours_partial=False,
+        source=_tf("mllama") + " (the layers of cross_attention_layers attend to the image "
+        "without RoPE)",
+    ),
+    Family(
+        "kolibri1",
+        ("kolibri1",),
+        "Kolibri1Config",
+        _d(2560, 48, 50, 262144, 1e4, head_dim=128, sliding_window=513),
+        layers="kolibri1",
+        honours_partial=False,
+        source=_tf("kolibri1") + " (RoPE on every layer without a sliding window, else on "
+        "the sliding layers only)",
+    ),
+    Family(
+        "helium",
+        ("helium",),
+        "HeliumConfig",
+        _d(2560, 20, 24, 4096, 100000.0, head_dim=128),
+        pairing="interleaved",
+        honours_partial=False,
+        source=_tf("helium") + " (GLM-style interleaved over the head)",
+    ),
+    *(
+        Family(
+            name,
+            (name,),
+            cls,
+            defaults,
+            width="hidden_over_heads",
+            pairing="interleaved",
+            honours_partial=False,
+            source=_tf("blt") + " (adjacent pairs over the head; the class sets head_dim to "
+            "hidden_size // num_attention_heads)",
+        )
+        for name, cls, defaults in (
+            ("blt_global_transformer", "BltGlobalTransformerConfig", _d(2048, 16, 25, 4096, 5e5)),
+            ("blt_local_decoder", "BltLocalDecoderConfig", _d(1024, 16, 9, 24576, 5e5)),
+            ("blt_local_encoder", "BltLocalEncoderConfig", _d(1024, 16, 1, 24576, 5e5)),
+            ("blt_patcher", "BltPatcherConfig", _d(768, 12, 14, 8192, 1e4)),
+        )
+    ),
+    Family(
+        "openai_privacy_filter",
+        ("openai_privacy_filter",),
+        "OpenAIPrivacyFilterConfig",
+        _d(
+            640,
+            14,
+            8,
+            131072,
+            150000.0,
+            head_dim=64,
+            rope_parameters={
+                "rope_type": "yarn",
+                "factor": 32.0,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "truncate": False,
+                "original_max_position_embeddings": 4096,
+                "rope_theta": 150000.0,
+            },
+        ),
+        pairing="interleaved",
+        honours_partial=False,
+        source=_tf("openai_privacy_filter") + " (even and odd features rotate as pairs, "
+        "written back interleaved; the class's own YaRN block when the file gives none)",
+    ),
     Family(
         "chatglm",
         ("chatglm",),
@@ -963,6 +1078,26 @@ _RECORDS = (
         layers="gemma4",
         honours_partial=False,
         source=_tf("gemma4") + " (per_layer_config head widths; proportional full layers)",
+    ),
+    Family(
+        "afmoe",
+        ("afmoe",),
+        "AfmoeConfig",
+        _d(2048, 16, 32, 16384, 1e4, head_dim=128, global_attn_every_n_layers=4),
+        layers="afmoe",
+        honours_partial=False,
+        source=_tf("afmoe") + " (RoPE on the sliding-window layers only; every "
+        "global_attn_every_n_layers-th layer is full attention without RoPE)",
+    ),
+    Family(
+        "flint",
+        ("flint",),
+        "FlintConfig",
+        _d(2048, 32, 49, 262144, 1e4, head_dim=128, sliding_window=513),
+        layers="flint",
+        honours_partial=False,
+        source=_tf("flint") + " (RoPE where sliding_window applies; layers 0, 1, every 4th "
+        "from 1 and the last are full attention without RoPE)",
     ),
     Family(
         "smollm3",
@@ -1258,6 +1393,12 @@ UNSUPPORTED: Mapping[str, str] = MappingProxyType(
             "order, and refimpl's M-RoPE layouts (refimpl.multiaxis.mrope_cos_sin) do not "
             "express the permutation"
         ),
+        "nanochat": (
+            "NanoChat's rotate_half returns (x2, -x1), so each pair turns by -theta_i * p "
+            "(clockwise: transformers 5.24 modeling_nanochat), the transpose of RoPE's "
+            "rotation; a RopeSpec turns by +theta_i * p and has no direction, so refimpl "
+            "would give the wrong sign of every sine"
+        ),
     }
 )
 
@@ -1332,6 +1473,14 @@ def _text_of(cfg: dict, notes: list) -> tuple[dict, str | None, str]:
             if key not in out:
                 out[key] = value
                 notes.append(f"no text_config.{key}: {value!r} ({top}'s text default)")
+    elif top in FAMILIES:
+        raise ValueError(
+            f"config key text_config beside model_type {top!r}: {top!r} is a decoder "
+            f"({FAMILIES[top].config_class}), whose class ignores text_config and builds the "
+            "decoder from the top-level keys and its defaults; a multimodal file names its "
+            "wrapper's model_type at top level (refimpl.families.WRAPPERS), a decoder's file "
+            "has no text_config"
+        )
     elif inner is not None:
         kind, how = inner, f"text_config model_type {inner!r} (wrapper {top!r})"
     else:

@@ -50,7 +50,14 @@ __all__ = [
     "rotary_widths",
 ]
 
-WIDTH_SOURCES = ("head_dim", "qk_rope_head_dim", "rotary_dim", "kv_channels", "zamba2")
+WIDTH_SOURCES = (
+    "head_dim",
+    "hidden_over_heads",
+    "qk_rope_head_dim",
+    "rotary_dim",
+    "kv_channels",
+    "zamba2",
+)
 QUERY_RULES = ("llama4_temperature", "llama_4_scaling_beta", "mla_mscale")
 QUERY_SCALINGS = ("llama4_temperature", "llama_4_scaling_beta", "softmax_scale")
 PLAIN_LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -321,10 +328,11 @@ def rope_dicts(family: Family | None, cfg: ConfigView, notes: list) -> dict:
         if cfg.given("rope_theta") is not None:
             raise ValueError(
                 f"{family.name}: config key rope_theta without rope_parameters; "
-                f"{family.config_class} keeps its own rope per layer type and refimpl does not "
+                f"{family.config_class} fills in its own rope block (one per layer type, or "
+                "one whose base some classes keep and others replace) and refimpl does not "
                 "guess where a top-level base goes: write rope_parameters"
             )
-        rp = cfg.get("rope_parameters")  # the class's rope per layer type, noted by the view
+        rp = cfg.get("rope_parameters")  # the class's own rope, noted by the view
     form = family.rope_form if family is not None else "flat"
     return _ROPE_FORM_FUNCTIONS[form](cfg, rp, rs, notes)
 
@@ -443,6 +451,15 @@ def rotary_widths(
         return _mla_width(family, cfg, notes)
     if source == "zamba2":
         return _zamba2_width(cfg, notes)
+    if source == "hidden_over_heads":  # the class sets head_dim = hidden_size // heads
+        given = config_int(cfg, "head_dim", maximum=MAX_DIM)
+        d = _head_dim({k: v for k, v in cfg.items() if k != "head_dim"}, notes)
+        if given is not None and given != d:
+            notes.append(
+                f"head_dim {given} ignored: {family.config_class} uses hidden_size // "
+                f"num_attention_heads = {d}"
+            )
+        return _check_rotary(d, d, 0, "hidden_size // num_attention_heads")
     if source == "kv_channels":
         width = config_int(cfg, "kv_channels", maximum=MAX_DIM) or _head_dim(cfg, notes)
         return _check_rotary(width // 2, width, 0, "kv_channels // 2")
@@ -631,6 +648,58 @@ def _rule_sliding_rope_only(family, cfg, n, notes):
     if window is None:
         notes.append(f"{family.name} with sliding_window null: no layer applies RoPE")
     return _plans(types, [t == "sliding_attention" and window is not None for t in types])
+
+
+def _rule_afmoe(family, cfg, n, notes):
+    """AFMoE: sliding layers rotate whatever sliding_window is; the full-attention layers
+    (every ``global_attn_every_n_layers``-th when layer_types is absent) have no RoPE."""
+    types = _sliding_types(family, cfg, n, notes, key="global_attn_every_n_layers")
+    return _plans(types, [t == "sliding_attention" for t in types])
+
+
+def _rule_flint(family, cfg, n, notes):
+    """Flint: RoPE where the sliding window applies (a sliding layer with sliding_window set);
+    without layer_types, layers 0 and 1, every 4th from 1 and the last are full attention."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = [
+            "full_attention" if i < 2 or i % 4 == 1 or i == n - 1 else "sliding_attention"
+            for i in range(n)
+        ]
+        notes.append(f"{family.name}: no layer_types: FlintConfig's pattern of full layers")
+    _only(types, PLAIN_LAYER_TYPES, family)
+    window = cfg.get("sliding_window")
+    if window is None:
+        notes.append(f"{family.name} with sliding_window null: no layer applies RoPE")
+    return _plans(types, [t == "sliding_attention" and window is not None for t in types])
+
+
+def _rule_kolibri1(family, cfg, n, notes):
+    """Kolibri-1: every 5th layer is full attention when layer_types is absent; RoPE on every
+    layer without a sliding window, else on the sliding layers only."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = _pattern_types(n, 5, "full_attention", "sliding_attention")
+        notes.append(f"{family.name}: no layer_types: every 5th layer is full attention")
+    _only(types, PLAIN_LAYER_TYPES, family)
+    everywhere = cfg.get("sliding_window") is None
+    return _plans(types, [everywhere or t == "sliding_attention" for t in types])
+
+
+def _rule_cross_attention(family, cfg, n, notes):
+    """Mllama's text model: the layers in cross_attention_layers attend to the image without
+    RoPE; the others are self-attention with the one rope."""
+    given = cfg.get("cross_attention_layers")
+    if not isinstance(given, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in given
+    ):
+        raise TypeError("config key cross_attention_layers must be a list of layer indices")
+    bad = [i for i in given if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"config key cross_attention_layers has {bad}, outside the {n} layers")
+    cross = set(given)
+    types = ["cross_attention" if i in cross else "full_attention" for i in range(n)]
+    return _plans(types, [i not in cross for i in range(n)])
 
 
 def _rule_exaone4(family, cfg, n, notes):
@@ -851,6 +920,10 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "gemma4": _rule_gemma4,
         "no_rope_layers": _rule_no_rope_layers,
         "sliding_rope_only": _rule_sliding_rope_only,
+        "afmoe": _rule_afmoe,
+        "kolibri1": _rule_kolibri1,
+        "cross_attention": _rule_cross_attention,
+        "flint": _rule_flint,
         "exaone4": _rule_exaone4,
         "sliding_full": _rule_sliding_full,
         "linear_attention": _rule_linear_attention,

@@ -8,6 +8,7 @@ functions in transformers 5.24 (``models/<family>/modeling_<family>.py``), named
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -189,11 +190,22 @@ def test_deepseek_v2_complex_form_keeps_the_order():
 
 
 @pytest.mark.parametrize(
-    "model_type", ["cohere", "cohere2", "llama4_text", "ernie4_5", "gptj", "glm4v_text"]
+    "model_type",
+    [
+        "cohere",
+        "cohere2",
+        "llama4_text",
+        "ernie4_5",
+        "gptj",
+        "glm4v_text",
+        "glm_ocr_text",
+        "helium",
+        "openai_privacy_filter",
+    ],
 )
 def test_interleaved_families(model_type):
     cfg = {"model_type": model_type, "head_dim": 128, "n_embd": 256, "n_head": 2}  # hand-made
-    if model_type == "glm4v_text":  # its default sections [8, 12, 12] need the half slice
+    if model_type in ("glm4v_text", "glm_ocr_text"):  # sections [8, 12, 12]: the half slice
         cfg["partial_rotary_factor"] = 0.5
     spec = rope_from_config(cfg)
     assert spec.pairing == "interleaved" and spec.output_order == "same"
@@ -522,6 +534,8 @@ def test_llama4_scout_equal_band_factors_are_accepted():
         ({"layers_block_type": ["mamba", "hybrid"]}, "config key layers_block_type"),
         ({"layer_types": ["full_attention", "conv"]}, "layer_types value 'conv'"),
         ({"rope_parameters": {"rope_theta": 1e4, "mrope_section": [1, 1, 2]}}, "mrope_section"),
+        ({"rope_parameters": {"rope_theta": 1e4, "xdrope_section": [1, 1, 2]}}, "xdrope_section"),
+        ({"cross_attention_layers": [3, 8]}, "config key cross_attention_layers"),
         (
             {"rope_parameters": {"full_attention": {}, "sliding_attention": {}}},
             "nested per layer type",
@@ -839,6 +853,96 @@ def test_attribute_map_aliases_and_unsupported_types_and_encoders():
     vision = {"model_type": "some_vit", "hidden_size": 64, "num_attention_heads": 4}
     with pytest.raises(ValueError, match=r"patch_size.*refimpl\.multiaxis\.apply_rope_2d"):
         rope_schedule({**vision, "rope_theta": 100.0, "patch_size": 16})
+
+
+def test_a_decoder_type_with_a_text_config_is_refused():
+    # mlc-llm's preset of Ministral 3 (released values) names the text type at top level;
+    # Ministral3Config would ignore its text_config and build 34 default layers
+    path = Path(__file__).parent / "parity" / "configs" / "ministral3-3b-2512.json"
+    cfg = json.loads(path.read_text(encoding="utf8"))
+    with pytest.raises(ValueError, match=r"text_config beside model_type 'ministral3'.*ignores"):
+        rope_schedule(cfg)
+    hub = rope_schedule({**cfg, "model_type": "mistral3"})  # the Hub file's wrapper type
+    assert hub.family == "ministral3" and len(hub) == 26
+
+
+def test_rope_only_on_sliding_layers_afmoe_and_flint():
+    afmoe = rope_schedule({"model_type": "afmoe", "num_hidden_layers": 8})  # hand-made
+    assert [x.spec is None for x in afmoe] == [False, False, False, True] * 2
+    # AFMoE rotates its sliding layers by layer type, whatever sliding_window says
+    open_window = rope_schedule(
+        {"model_type": "afmoe", "num_hidden_layers": 4, "sliding_window": None}
+    )
+    assert [x.spec is None for x in open_window] == [False, False, False, True]
+    flint = rope_schedule({"model_type": "flint", "num_hidden_layers": 10})
+    assert [i for i, x in enumerate(flint) if x.spec is None] == [0, 1, 5, 9]
+    assert any("FlintConfig's pattern" in n for n in flint.notes)
+    unwindowed = rope_schedule(
+        {"model_type": "flint", "num_hidden_layers": 10, "sliding_window": None}
+    )
+    assert all(x.spec is None for x in unwindowed)
+
+
+def test_byte_level_and_speech_decoders_pair_adjacent_features():
+    # BLT's rotate_half takes (x[0::2], x[1::2]) and its class sets head_dim = hidden // heads
+    blt = rope_schedule({"model_type": "blt_patcher", "head_dim": 32})  # hand-made
+    assert (blt[0].spec.pairing, blt[0].spec.dim, len(blt)) == ("interleaved", 64, 14)
+    note = "head_dim 32 ignored: BltPatcherConfig uses hidden_size // num_attention_heads = 64"
+    assert note in blt[0].spec.notes
+    # Moonshine Streaming: GLM-style pairs inside 0.8 of each 40-wide head (its class's rope)
+    moon = rope_schedule({"model_type": "moonshine_streaming"})[0].spec
+    assert (moon.pairing, moon.dim, moon.rotary_dim) == ("interleaved", 40, 32)
+
+
+def test_mllama_cross_attention_layers_and_kolibri_sliding_rope():
+    mllama = rope_schedule(
+        {
+            "model_type": "mllama",
+            "text_config": {"num_hidden_layers": 10, "cross_attention_layers": [3, 8]},
+        }
+    )  # hand-made
+    assert [i for i, x in enumerate(mllama) if x.spec is None] == [3, 8]
+    with pytest.raises(ValueError, match=r"cross_attention_layers has \[12\]"):
+        rope_schedule(
+            {
+                "model_type": "mllama_text_model",
+                "num_hidden_layers": 10,
+                "cross_attention_layers": [12],
+            }
+        )
+    kolibri = rope_schedule({"model_type": "kolibri1", "num_hidden_layers": 10})
+    assert [i for i, x in enumerate(kolibri) if x.spec is None] == [4, 9]
+    open_window = rope_schedule(
+        {"model_type": "kolibri1", "num_hidden_layers": 10, "sliding_window": None}
+    )
+    assert all(x.spec is not None for x in open_window)
+
+
+def test_glm_image_text_sections_need_the_half_slice():
+    with pytest.raises(ValueError, match=r"mrope_section.*\[8, 12, 12\] must sum to the rotary"):
+        rope_schedule({"model_type": "glm_image_text"})  # its class defaults cannot run
+    cfg = {
+        "model_type": "glm_image_text",
+        "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5},
+    }
+    spec = rope_schedule(cfg)[0].spec
+    assert (spec.pairing, spec.rotary_dim, spec.mrope_section) == ("half", 64, (8, 12, 12))
+
+
+def test_a_class_rope_block_is_read_and_a_bare_base_beside_it_refused():
+    # OpenAIPrivacyFilterConfig fills in its own YaRN block when the file gives none; with a
+    # top-level rope_theta it puts the base into that block, while MoonshineStreamingConfig
+    # keeps its own: refimpl refuses the ambiguous form for both
+    spec = rope_schedule({"model_type": "openai_privacy_filter"})[0].spec
+    assert (spec.rope_type, spec.base, spec.params["factor"]) == ("yarn", 150000.0, 32.0)
+    for model_type in ("openai_privacy_filter", "moonshine_streaming"):
+        with pytest.raises(ValueError, match="rope_theta without rope_parameters"):
+            rope_schedule({"model_type": model_type, "rope_theta": 5e5})
+
+
+def test_a_rotation_by_minus_theta_is_refused():
+    with pytest.raises(ValueError, match=r"nanochat.*\(x2, -x1\).*no direction"):
+        rope_schedule({"model_type": "nanochat", "hidden_size": 768, "num_attention_heads": 6})
 
 
 def test_families_with_a_rope_per_layer_type_in_the_class():

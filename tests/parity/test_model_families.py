@@ -66,6 +66,9 @@ class Family:
     table_only: bool = False  # the rotary module keeps a sin/cos table, no inv_freq (GPT-J)
     causal_mask: bool = False  # the attention needs a 4-D additive mask (the DSA indexer)
     rope_key: str = ""  # rotary forward takes layer_type=<the schedule spec's rope key>
+    layer_index: bool = True  # the layer and attention classes take the layer's index
+    other_decoder: tuple = ()  # (config key listing layer indices, the decoder class they use)
+    attention_from_layer: bool = False  # the decoder layer passes the attention its head counts
 
 
 FAMILIES = {
@@ -120,6 +123,53 @@ FAMILIES = {
     "glm4v_text": Family(
         "glm4v", "Glm4vTextConfig", "Glm4vTextRotaryEmbedding", "Glm4vTextAttention"
     ),
+    "glm_ocr_text": Family(
+        "glm_ocr", "GlmOcrTextConfig", "GlmOcrTextRotaryEmbedding", "GlmOcrTextAttention"
+    ),
+    "helium": Family("helium", "HeliumConfig", "HeliumRotaryEmbedding", "HeliumAttention"),
+    "openai_privacy_filter": Family(
+        "openai_privacy_filter",
+        "OpenAIPrivacyFilterConfig",
+        "OpenAIPrivacyFilterRotaryEmbedding",
+        "OpenAIPrivacyFilterAttention",
+        decoder="OpenAIPrivacyFilterEncoderLayer",
+        layer_index=False,
+    ),
+    "afmoe": Family("afmoe", "AfmoeConfig", "AfmoeRotaryEmbedding", "AfmoeAttention"),
+    **{
+        name: Family(
+            "blt", cls, "BltRotaryEmbedding", "BltSelfAttention", decoder="BltTransformerLayer"
+        )
+        for name, cls in (
+            ("blt_global_transformer", "BltGlobalTransformerConfig"),
+            ("blt_local_decoder", "BltLocalDecoderConfig"),
+            ("blt_local_encoder", "BltLocalEncoderConfig"),
+            ("blt_patcher", "BltPatcherConfig"),
+        )
+    },
+    "moonshine_streaming": Family(
+        "moonshine_streaming",
+        "MoonshineStreamingConfig",
+        "MoonshineStreamingRotaryEmbedding",
+        "MoonshineStreamingAttention",
+        decoder="MoonshineStreamingDecoderLayer",
+        attention_from_layer=True,
+    ),
+    "mllama_text_model": Family(
+        "mllama",
+        "MllamaTextConfig",
+        "MllamaRotaryEmbedding",
+        "MllamaTextSelfAttention",
+        decoder="MllamaSelfAttentionDecoderLayer",
+        other_decoder=("cross_attention_layers", "MllamaCrossAttentionDecoderLayer"),
+    ),
+    "kolibri1": Family(
+        "kolibri1", "Kolibri1Config", "Kolibri1RotaryEmbedding", "Kolibri1Attention"
+    ),
+    "glm_image_text": Family(
+        "glm_image", "GlmImageTextConfig", "GlmImageTextRotaryEmbedding", "GlmImageTextAttention"
+    ),
+    "flint": Family("flint", "FlintConfig", "FlintRotaryEmbedding", "FlintAttention"),
     "ministral3": Family(
         "ministral3",
         "Ministral3Config",
@@ -263,11 +313,21 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("gemma3-4b.diff-style.handmade.json", "full_attention"): [74],
     ("gemma3-4b.diff-style.handmade.json", "sliding_attention"): [111],
     ("voxtral.transformers-defaults.json", "full_attention"): [37, 44, 59],
+    ("openai-privacy-filter.transformers-defaults.json", "full_attention"): [6, 10],
 }
 
 
+# Files whose top-level model_type is not the Hub file's: the mlc-llm preset of Ministral 3
+# writes the text type at top level, where Ministral3Config would ignore text_config (refimpl
+# refuses that form: tests/test_families.py); the Hub file names the wrapper 'mistral3'.
+HUB_MODEL_TYPE = {"ministral3-3b-2512.json": "mistral3"}
+
+
 def _load(name: str) -> dict:
-    return json.loads((CONFIGS / name).read_text(encoding="utf8"))
+    cfg = json.loads((CONFIGS / name).read_text(encoding="utf8"))
+    if name in HUB_MODEL_TYPE:
+        cfg["model_type"] = HUB_MODEL_TYPE[name]
+    return cfg
 
 
 def _text(cfg: dict) -> dict:
@@ -467,6 +527,8 @@ def _small_overrides(name: str) -> dict:
     if fam.module in MLA_MODULES:  # MLA: head_dim is the rope head
         del out["head_dim"]
         out["hidden_size"] = 64
+    if fam.module == "moonshine_streaming":  # its queries are viewed with the kv head count
+        out["num_key_value_heads"] = 2
     if fam.module == "zamba2":  # the head follows from hidden_size: 2 * hidden / heads
         out = {"num_attention_heads": 2, "num_key_value_heads": 2, "hidden_size": head_dim}
     for key in ("q_lora_rank", "kv_lora_rank"):
@@ -525,8 +587,11 @@ def _attention_class(fam: Family, hf_cfg, index: int):
     e.g. Qwen3-Next's linear-attention layers), found by building the layer on meta."""
     mod = _hf_module(fam)
     decoder = fam.decoder or fam.attention.replace("Attention", "DecoderLayer")
+    if fam.other_decoder and index in getattr(hf_cfg, fam.other_decoder[0]):
+        decoder = fam.other_decoder[1]  # Mllama's cross-attention layers: no self_attn
+    args = (hf_cfg, index) if fam.layer_index else (hf_cfg,)
     with torch.device("meta"):
-        layer = getattr(mod, decoder)(hf_cfg, index)
+        layer = getattr(mod, decoder)(*args)
     attn = getattr(layer, fam.attention_attr, None)
     return None if attn is None else type(attn)
 
@@ -548,7 +613,9 @@ def _run_layer(name: str, index: int, pos: np.ndarray) -> Recorded | None:
             return None
         torch.manual_seed(index)
         try:
-            attn = cls(hf_cfg, index).eval()
+            if fam.attention_from_layer:
+                raise TypeError(fam.attention)
+            attn = (cls(hf_cfg, index) if fam.layer_index else cls(hf_cfg)).eval()
         except TypeError:  # per-layer arguments (Laguna's head count): the layer builds it
             decoder = fam.decoder or fam.attention.replace("Attention", "DecoderLayer")
             attn = getattr(getattr(mod, decoder)(hf_cfg, index), fam.attention_attr).eval()
@@ -678,6 +745,8 @@ def _base_softmax_scale(name: str) -> float:
     cfg, fam = _hf_config(name)
     if fam.module == "gemma4":  # queries and keys are RMS-normalised: scale 1
         return 1.0
+    if fam.module == "openai_privacy_filter":  # q and k each times head_dim**-0.25, then 1
+        return 1.0
     if fam.module == "zamba2":  # its attention scales by the width of one input half
         return (cfg.head_dim / 2) ** -0.5
     if getattr(cfg, "query_pre_attn_scalar", None):
@@ -758,6 +827,8 @@ def _class_default(cls, instance, key):
         return instance.layer_types.index("full_attention") + 1
     fields = getattr(cls, "__dataclass_fields__", {})
     if key in fields and not isinstance(fields[key].default, dataclasses._MISSING_TYPE):
+        if fields[key].default is None:  # filled in by the class's post-init (Mllama's list)
+            return getattr(instance, key)
         return fields[key].default
     return getattr(instance, key)
 

@@ -57,10 +57,30 @@ DEFAULTS = {
     "mimo-v2-flash": "MiMoV2FlashConfig",
     "modernbert-decoder": "ModernBertDecoderConfig",
     "jetmoe": "JetMoeConfig",
+    "glm-ocr-text": "GlmOcrTextConfig",
+    "helium": "HeliumConfig",
+    "openai-privacy-filter": "OpenAIPrivacyFilterConfig",
+    "afmoe": "AfmoeConfig",
+    "flint": "FlintConfig",
+    "blt-global-transformer": "BltGlobalTransformerConfig",
+    "blt-local-decoder": "BltLocalDecoderConfig",
+    "blt-local-encoder": "BltLocalEncoderConfig",
+    "blt-patcher": "BltPatcherConfig",
+    "moonshine-streaming": "MoonshineStreamingConfig",
+    "mllama-text": "MllamaTextConfig",
+    "kolibri1": "Kolibri1Config",
+    "glm-image-text": "GlmImageTextConfig",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
 HANDMADE = {
+    "glm-image-text": {  # not a released value: the half slice the default sections need
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.5,
+        },
+    },
     "deepseek-v3": {
         "rope_parameters": {
             "rope_type": "yarn",
@@ -214,9 +234,10 @@ def _write(name: str, cfg: dict) -> None:
     path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf8")
 
 
-# class defaults that transformers' own rotary module cannot run (GLM-4V's default M-RoPE
-# sections [8, 12, 12] need the half-width rotary slice, which the defaults do not set)
-NOT_RUNNABLE = {"glm4v-text"}
+# class defaults that transformers' own rotary module cannot run (GLM-4V's and GLM-Image's
+# default M-RoPE sections [8, 12, 12] need the half-width rotary slice, which the defaults do
+# not set)
+NOT_RUNNABLE = {"glm4v-text", "glm-image-text"}
 
 
 def main() -> None:
