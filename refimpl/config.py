@@ -317,8 +317,10 @@ def _read_base(ctx: dict, rope: dict, notes: list) -> float:
         if ctx["model_type"] is not None:
             raise ValueError(
                 f"config has no rope_theta and model_type {ctx['model_type']!r} is not in "
-                "refimpl's family table: transformers would take its config class's "
-                "default_theta, which refimpl does not know; write rope_theta"
+                "refimpl's family table: if it rotates, transformers would take its config "
+                "class's default_theta, which refimpl does not know (write rope_theta); if its "
+                "positions are learned, ALiBi or relative buckets, it has no RoPE to read "
+                "(ALiBi and T5 buckets: refimpl.bias)"
             )
         notes.append("no rope_theta: base 10000.0 (transformers' default)")
         return DEFAULT_BASE

@@ -432,6 +432,17 @@ _INDEXER_V32 = Submodule(
         "rotates the V3.2 indexer NeoX-style (is_neox_style, sgl-project/sglang PR 30342)"
     ),
 )
+_INDEXER_AXK2 = Submodule(
+    "indexer",
+    "index_head_dim",
+    "qk_rope_head_dim",
+    pairing="half",
+    note=(
+        "transformers 5.24 (AXK2Indexer) rotates the leading qk_rope_head_dim features of each "
+        "indexer head half-split (apply_rotary_pos_emb) with the attention's cos/sin, unlike "
+        "the attention's interleaved rope head"
+    ),
+)
 _INDEXER_GLM = Submodule(
     "indexer",
     "index_head_dim",
@@ -510,6 +521,61 @@ _RECORDS = (
         ("gpt_oss", "gpt-oss"),
         "GptOssConfig",
         _d(2880, 64, 36, 131072, 150000.0, head_dim=64),
+    ),
+    _like(
+        _LLAMA,
+        "apertus1p5_text",
+        ("apertus1p5_text",),
+        "Apertus1p5TextConfig",
+        _d(
+            4096,
+            32,
+            32,
+            65536,
+            12000000.0,
+            rope_parameters={
+                "rope_type": "llama3",
+                "rope_theta": 12000000.0,
+                "factor": 8.0,
+                "original_max_position_embeddings": 8192,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+            },
+        ),
+        source=_tf("apertus1p5") + " (rotate_half over whole heads; the class's own Llama 3 "
+        "block when the file gives none)",
+    ),
+    _like(
+        _LLAMA,
+        "aria_text",
+        ("aria_text",),
+        "AriaTextConfig",
+        _d(4096, 32, 32, 2048, 1e4),
+        source=_tf("aria") + " (rotate_half over whole heads)",
+    ),
+    _like(
+        _LLAMA,
+        "granite4_vision_text",
+        ("granite4_vision_text",),
+        "Granite4VisionTextConfig",
+        _d(4096, 32, 32, 2048, 1e4),
+        source=_tf("granite4_vision") + " (rotate_half over whole heads)",
+    ),
+    _like(
+        _LLAMA,
+        "granite_docling_text",
+        ("granite_docling_text",),
+        "GraniteDoclingTextConfig",
+        _d(1024, 16, 28, 32768, 1e4),
+        source=_tf("granite_docling") + " (rotate_half over whole heads)",
+    ),
+    _like(
+        _LLAMA,
+        "hyperclovax",
+        ("hyperclovax",),
+        "HyperCLOVAXConfig",
+        _d(4096, 32, 32, 2048, 1e4, head_dim=128),
+        source=_tf("hyperclovax") + " (rotate_half over whole heads)",
     ),
     _like(
         _LLAMA,
@@ -980,6 +1046,45 @@ _RECORDS = (
         source=_tf("longcat_flash") + " (always apply_rotary_pos_emb_interleave; two "
         "attention layers per num_layers block)",
     ),
+    _like(
+        _MLA,
+        "axk1",
+        ("axk1",),
+        "AXK1Config",
+        _d(7168, 64, 61, 32768, 1e4, qk_rope_head_dim=64, rope_interleave=True),
+        source=_tf("axk1") + " (DeepSeek-V3's MLA rope head and rope_interleave flag)",
+    ),
+    _like(
+        _MLA,
+        "youtu",
+        ("youtu",),
+        "YoutuConfig",
+        _d(2048, 16, 32, 131072, 1e4, qk_rope_head_dim=64, rope_interleave=True),
+        source=_tf("youtu") + " (DeepSeek-V3's MLA rope head and rope_interleave flag)",
+    ),
+    Family(
+        "minicpm3",
+        ("minicpm3",),
+        "MiniCPM3Config",
+        _d(2560, 40, 62, 32768, 1e4, qk_rope_head_dim=32),
+        width="qk_rope_head_dim",
+        query=("mla_mscale",),
+        source=_tf("minicpm3") + " (MLA rope head rotated half-split by apply_rotary_pos_emb)",
+    ),
+    Family(
+        "axk2",
+        ("axk2",),
+        "AXK2Config",
+        _d(2048, 32, 48, 131072, 1e4, qk_rope_head_dim=32, index_head_dim=128),
+        width="qk_rope_head_dim",
+        pairing="interleaved",
+        output_order="half",
+        layers="indexed",
+        query=("mla_mscale",),
+        submodules=(_INDEXER_AXK2,),
+        source=_tf("axk2") + " (DeepSeek-V3.2's layout: MLA rope head by "
+        "apply_rotary_pos_emb_interleave, a half-split DSA indexer)",
+    ),
     Family(
         "deepseek_v32",
         ("deepseek_v32",),
@@ -1279,6 +1384,9 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
     {
         "apertus1p5": ("apertus1p5_text", True),
         "aria": ("aria_text", True),
+        "granite4_vision": ("granite4_vision_text", True),
+        "granite_docling": ("granite_docling_text", True),
+        "hyperclovax_vision_v2": ("hyperclovax", False),
         "audioflamingo3": ("qwen2", False),
         "aya_vision": ("cohere2", False),
         "cohere2_vision": ("cohere2", False),
@@ -1392,6 +1500,12 @@ UNSUPPORTED: Mapping[str, str] = MappingProxyType(
             "text positions see a permuted RoPE; a RopeSpec's frequencies are its method's in "
             "order, and refimpl's M-RoPE layouts (refimpl.multiaxis.mrope_cos_sin) do not "
             "express the permutation"
+        ),
+        "qwen2_5_omni_dit": (
+            "Qwen2.5-Omni's token-to-wave DiT rotates the first attention head only, after "
+            "reordering its adjacent pairs into halves (transformers 5.24 DiTAttention: "
+            "query[:, :1] through deinterleave_head_dim and apply_rotary_pos_emb); a RopeSpec "
+            "rotates every head alike"
         ),
         "nanochat": (
             "NanoChat's rotate_half returns (x2, -x1), so each pair turns by -theta_i * p "

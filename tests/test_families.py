@@ -554,7 +554,7 @@ def test_markers_are_one_named_list_and_plain_configs_read_generically():
     assert set(MARKERS) == {"keys", "prefixes", "suffixes"}
     assert "qk_rope_head_dim" in MARKERS["keys"] and "mamba_" in MARKERS["prefixes"]
     plain = {"model_type": "brand_new", "hidden_size": 64, "num_attention_heads": 4}
-    with pytest.raises(ValueError, match=r"no rope_theta.*default_theta"):
+    with pytest.raises(ValueError, match=r"no rope_theta.*default_theta.*refimpl\.bias"):
         rope_schedule(plain)  # an unknown class's default base is unknown: refused
     sched = rope_schedule({**plain, "rope_theta": 5e5, "layer_types": ["sliding_attention"]})
     assert sched.family is None and sched[0].spec.base == 5e5
@@ -929,6 +929,40 @@ def test_glm_image_text_sections_need_the_half_slice():
     assert (spec.pairing, spec.rotary_dim, spec.mrope_section) == ("half", 64, (8, 12, 12))
 
 
+def test_mla_families_beside_deepseek():
+    for model_type in ("axk1", "youtu"):  # DeepSeek-V3's rope_interleave flag, default true
+        spec = rope_schedule({"model_type": model_type, "num_hidden_layers": 2})[0].spec
+        assert (spec.pairing, spec.output_order, spec.dim) == ("interleaved", "half", 64)
+        flat = rope_schedule(
+            {"model_type": model_type, "num_hidden_layers": 2, "rope_interleave": False}
+        )[0].spec
+        assert (flat.pairing, flat.output_order) == ("half", "same")
+    mini = rope_schedule({"model_type": "minicpm3", "num_hidden_layers": 2})[0].spec
+    assert (mini.pairing, mini.dim) == ("half", 32)
+    axk2 = rope_schedule({"model_type": "axk2", "num_hidden_layers": 2})[0]
+    assert (axk2.spec.pairing, axk2.spec.output_order) == ("interleaved", "half")
+    assert (axk2.indexer.pairing, axk2.indexer.dim, axk2.indexer.rotary_dim) == ("half", 128, 32)
+
+
+def test_wrapped_llama_like_text_types():
+    for wrapper, text in (
+        ("granite_docling", "granite_docling_text"),
+        ("granite4_vision", "granite4_vision_text"),
+        ("aria", "aria_text"),
+    ):
+        sched = rope_schedule({"model_type": wrapper, "text_config": {"num_hidden_layers": 2}})
+        assert sched.family == text and sched[0].spec.pairing == "half"
+    clova = rope_schedule(
+        {
+            "model_type": "hyperclovax_vision_v2",
+            "text_config": {"model_type": "hyperclovax", "num_hidden_layers": 2},
+        }
+    )
+    assert clova.family == "hyperclovax" and clova[0].spec.dim == 128
+    apertus = rope_schedule({"model_type": "apertus1p5_text", "num_hidden_layers": 2})[0].spec
+    assert (apertus.rope_type, apertus.base) == ("llama3", 1.2e7)  # the class's own block
+
+
 def test_a_class_rope_block_is_read_and_a_bare_base_beside_it_refused():
     # OpenAIPrivacyFilterConfig fills in its own YaRN block when the file gives none; with a
     # top-level rope_theta it puts the base into that block, while MoonshineStreamingConfig
@@ -940,9 +974,11 @@ def test_a_class_rope_block_is_read_and_a_bare_base_beside_it_refused():
             rope_schedule({"model_type": model_type, "rope_theta": 5e5})
 
 
-def test_a_rotation_by_minus_theta_is_refused():
+def test_a_rotation_by_minus_theta_or_of_one_head_is_refused():
     with pytest.raises(ValueError, match=r"nanochat.*\(x2, -x1\).*no direction"):
         rope_schedule({"model_type": "nanochat", "hidden_size": 768, "num_attention_heads": 6})
+    with pytest.raises(ValueError, match=r"qwen2_5_omni_dit.*first attention head only"):
+        rope_schedule({"model_type": "qwen2_5_omni_dit", "head_dim": 64, "rope_theta": 1e4})
 
 
 def test_families_with_a_rope_per_layer_type_in_the_class():

@@ -196,6 +196,50 @@ FAMILIES = {
         "ernie4_5", "Ernie4_5Config", "Ernie4_5RotaryEmbedding", "Ernie4_5Attention"
     ),
     "gpt_oss": Family("gpt_oss", "GptOssConfig", "GptOssRotaryEmbedding", "GptOssAttention"),
+    **{
+        name: Family(
+            name,
+            cls,
+            f"{prefix}RotaryEmbedding",
+            f"{prefix}Attention",
+            ("apply_rotary_pos_emb", "apply_rotary_pos_emb_interleave"),
+        )
+        for name, cls, prefix in (
+            ("axk1", "AXK1Config", "AXK1"),
+            ("youtu", "YoutuConfig", "Youtu"),
+        )
+    },
+    **{
+        name: Family(module, cls, f"{prefix}RotaryEmbedding", f"{prefix}Attention")
+        for name, module, cls, prefix in (
+            ("apertus1p5_text", "apertus1p5", "Apertus1p5TextConfig", "Apertus1p5Text"),
+            ("aria_text", "aria", "AriaTextConfig", "AriaText"),
+            (
+                "granite4_vision_text",
+                "granite4_vision",
+                "Granite4VisionTextConfig",
+                "Granite4VisionText",
+            ),
+            (
+                "granite_docling_text",
+                "granite_docling",
+                "GraniteDoclingTextConfig",
+                "GraniteDoclingText",
+            ),
+            ("hyperclovax", "hyperclovax", "HyperCLOVAXConfig", "HyperCLOVAX"),
+        )
+    },
+    "minicpm3": Family(
+        "minicpm3", "MiniCPM3Config", "MiniCPM3RotaryEmbedding", "MiniCPM3Attention"
+    ),
+    "axk2": Family(
+        "axk2",
+        "AXK2Config",
+        "AXK2RotaryEmbedding",
+        "AXK2Attention",
+        ("apply_rotary_pos_emb", "apply_rotary_pos_emb_interleave"),
+        causal_mask=True,
+    ),
     "deepseek_v32": Family(
         "deepseek_v32",
         "DeepseekV32Config",
@@ -314,6 +358,7 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("gemma3-4b.diff-style.handmade.json", "sliding_attention"): [111],
     ("voxtral.transformers-defaults.json", "full_attention"): [37, 44, 59],
     ("openai-privacy-filter.transformers-defaults.json", "full_attention"): [6, 10],
+    ("apertus1p5-text.transformers-defaults.json", "full_attention"): [34, 55],
 }
 
 
@@ -547,7 +592,16 @@ def _small_overrides(name: str) -> dict:
     return out
 
 
-MLA_MODULES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
+MLA_MODULES = (
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "glm_moe_dsa",
+    "axk1",
+    "axk2",
+    "minicpm3",
+    "youtu",
+)
 
 
 @contextlib.contextmanager
@@ -749,6 +803,8 @@ def _base_softmax_scale(name: str) -> float:
         return 1.0
     if fam.module == "zamba2":  # its attention scales by the width of one input half
         return (cfg.head_dim / 2) ** -0.5
+    if getattr(cfg, "attention_multiplier", None):  # Granite's scale in place of 1/sqrt(d)
+        return cfg.attention_multiplier
     if getattr(cfg, "query_pre_attn_scalar", None):
         return cfg.query_pre_attn_scalar**-0.5
     width = getattr(cfg, "qk_head_dim", None) or getattr(cfg, "head_dim", None)

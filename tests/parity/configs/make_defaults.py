@@ -70,6 +70,15 @@ DEFAULTS = {
     "mllama-text": "MllamaTextConfig",
     "kolibri1": "Kolibri1Config",
     "glm-image-text": "GlmImageTextConfig",
+    "axk1": "AXK1Config",
+    "axk2": "AXK2Config",
+    "minicpm3": "MiniCPM3Config",
+    "youtu": "YoutuConfig",
+    "apertus1p5-text": "Apertus1p5TextConfig",
+    "aria-text": "AriaTextConfig",
+    "granite4-vision-text": "Granite4VisionTextConfig",
+    "granite-docling-text": "GraniteDoclingTextConfig",
+    "hyperclovax": "HyperCLOVAXConfig",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
