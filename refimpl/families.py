@@ -59,6 +59,7 @@ from .family_rules import (  # noqa: F401 (the rules' names, importable from her
 __all__ = [
     "FAMILIES",
     "MARKERS",
+    "TOWERS",
     "UNSUPPORTED",
     "WRAPPERS",
     "Family",
@@ -1517,6 +1518,19 @@ UNSUPPORTED: Mapping[str, str] = MappingProxyType(
 )
 
 
+# Model types whose rotary module turns over positions that are not tokens: refimpl's schedule
+# reader describes text decoders; these build a RopeSpec and give it their own positions.
+TOWERS: Mapping[str, str] = MappingProxyType(
+    {
+        "neucodec": "audio frames (NeuCodec's codec transformer)",
+        "pe_audio_encoder": "audio frames (Perception Encoder audio)",
+        "pe_video_encoder": "video frames (Perception Encoder video)",
+        "pe_audio_video_encoder": "audio and video frames (Perception Encoder audio-video)",
+        "timesfm2_5": "time-series patches (TimesFM 2.5)",
+    }
+)
+
+
 def family_for(model_type) -> Family | None:
     """The family of a config's ``model_type`` (None when it is not listed).
 
@@ -1648,6 +1662,13 @@ def resolve(cfg: dict, notes: list) -> Reading:
     text, model_type, how = _text_of(cfg, notes)
     if model_type in UNSUPPORTED:
         raise ValueError(f"model_type {model_type!r}: {UNSUPPORTED[model_type]}")
+    if model_type in TOWERS:
+        raise ValueError(
+            f"model_type {model_type!r} is not a text decoder: its RoPE turns over "
+            f"{TOWERS[model_type]}, not token positions; build a refimpl.RopeSpec of its head "
+            "width and base and give it those positions (audio frames in seconds: "
+            "refimpl.audio.frame_times; patch grids: refimpl.multiaxis.apply_rope_2d)"
+        )
     family = family_for(model_type)
     if family is not None:
         for alias, key in family.aliases.items():

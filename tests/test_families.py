@@ -974,6 +974,13 @@ def test_a_class_rope_block_is_read_and_a_bare_base_beside_it_refused():
             rope_schedule({"model_type": model_type, "rope_theta": 5e5})
 
 
+@pytest.mark.parametrize("model_type", ["neucodec", "pe_audio_encoder", "timesfm2_5"])
+def test_towers_over_frames_or_patches_are_refused_naming_the_api(model_type):
+    cfg = {"model_type": model_type, "head_dim": 64, "rope_theta": 1e4}  # hand-made
+    with pytest.raises(ValueError, match=r"not a text decoder.*refimpl\.audio\.frame_times"):
+        rope_schedule(cfg)
+
+
 def test_a_rotation_by_minus_theta_or_of_one_head_is_refused():
     with pytest.raises(ValueError, match=r"nanochat.*\(x2, -x1\).*no direction"):
         rope_schedule({"model_type": "nanochat", "hidden_size": 768, "num_attention_heads": 6})
