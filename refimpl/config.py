@@ -320,7 +320,7 @@ def _read_base(ctx: dict, rope: dict, notes: list) -> float:
                 "refimpl's family table: if it rotates, transformers would take its config "
                 "class's default_theta, which refimpl does not know (write rope_theta); if its "
                 "positions are learned, ALiBi or relative buckets, it has no RoPE to read "
-                "(ALiBi and T5 buckets: refimpl.bias)"
+                f"(ALiBi and T5 buckets: refimpl.bias); {fam.TOWER_HINT}"
             )
         notes.append("no rope_theta: base 10000.0 (transformers' default)")
         return DEFAULT_BASE

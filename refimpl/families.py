@@ -126,8 +126,8 @@ MARKER_APIS = {
     "patch_size": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
     "image_size": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
     "num_channels": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
-    "num_mel_bins": "refimpl.audio",
-    "sampling_rate": "refimpl.audio",
+    "num_mel_bins": "refimpl.audio (frame_times, apply_rope_time_frequency)",
+    "sampling_rate": "refimpl.audio (frame_times, apply_rope_time_frequency)",
 }
 MARKER_PREFIXES = (
     "index_",
@@ -1489,6 +1489,13 @@ WRAPPER_TEXT_DEFAULTS: Mapping[str, Mapping] = MappingProxyType(
 )
 
 
+TOWER_HINT = (
+    "if it is a vision or audio tower, its RoPE turns over patches or frames, not tokens: "
+    "refimpl.multiaxis.apply_rope_2d (patch grids), refimpl.audio.frame_times (audio frames)"
+)
+"""What a refusal of an unknown model type adds: the APIs for RoPE over positions that are not
+tokens."""
+
 # Model types transformers runs with a RoPE refimpl's specs cannot express: refused with what
 # the model does and the refimpl API that serves it, where one does.
 UNSUPPORTED: Mapping[str, str] = MappingProxyType(
@@ -1687,7 +1694,9 @@ def resolve(cfg: dict, notes: list) -> Reading:
     which = "no model_type" if model_type is None else f"model_type {model_type!r}"
     if marker is not None:
         api = next((v for k, v in MARKER_APIS.items() if marker == f"config key {k}"), None)
-        serve = f"; a vision or audio encoder's RoPE is served by {api}" if api else ""
+        serve = (
+            f"; a vision or audio encoder's RoPE is served by {api}" if api else f"; {TOWER_HINT}"
+        )
         raise ValueError(
             f"{which} is not in refimpl's family table and the config has {marker}, a sign of "
             "per-layer or non-RoPE structure that the generic reading (one RoPE for every "

@@ -547,6 +547,7 @@ def test_an_unknown_type_with_a_marker_is_refused_naming_the_key(extra, named):
     with pytest.raises(ValueError, match=r"brand_new.*not in refimpl's family table") as err:
         rope_schedule(cfg)
     assert named in str(err.value)
+    assert "apply_rope_2d" in str(err.value)  # where a vision or audio tower's RoPE is served
     assert marker_of(extra) is not None
 
 
