@@ -884,6 +884,26 @@ _RECORDS = (
         "without RoPE)",
     ),
     Family(
+        "minimax",
+        ("minimax",),
+        "MiniMaxConfig",
+        _d(4096, 32, 32, 131072, 1e6),
+        layers="minimax",
+        honours_partial=False,
+        source=_tf("minimax") + " (RoPE on the full-attention layers; lightning attention "
+        "on the linear ones)",
+    ),
+    Family(
+        "olmo_hybrid",
+        ("olmo_hybrid",),
+        "OlmoHybridConfig",
+        _d(3840, 30, 32, 65536, 1e4),
+        layers="olmo_hybrid",
+        honours_partial=False,
+        source=_tf("olmo_hybrid") + " (RoPE on the full-attention layers when the rope's "
+        "base is set; gated DeltaNet on the linear ones)",
+    ),
+    Family(
         "kolibri1",
         ("kolibri1",),
         "Kolibri1Config",

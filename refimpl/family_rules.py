@@ -674,6 +674,39 @@ def _rule_flint(family, cfg, n, notes):
     return _plans(types, [t == "sliding_attention" and window is not None for t in types])
 
 
+def _rule_minimax(family, cfg, n, notes):
+    """MiniMax-Text: full attention at even layers, linear (lightning) attention at odd ones
+    when layer_types is absent; RoPE on the full-attention layers."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = _pattern_types(n, 2, "linear_attention", "full_attention")
+        notes.append(f"{family.name}: no layer_types: full attention at even layers")
+    _only(types, ("full_attention", "linear_attention"), family)
+    return _plans(types, [t == "full_attention" for t in types])
+
+
+def _rule_olmo_hybrid(family, cfg, n, notes):
+    """OLMo hybrid: every 4th layer full attention (the last one when none is) when
+    layer_types is absent; RoPE on the full layers, and on none when the rope's base is null
+    (the released checkpoints' NoPE form: the model then builds no rotary module)."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = _pattern_types(n, 4, "full_attention", "linear_attention")
+        if "full_attention" not in types:
+            types[-1] = "full_attention"
+        notes.append(f"{family.name}: no layer_types: every 4th layer is full attention")
+    _only(types, ("full_attention", "linear_attention"), family)
+    rope = (
+        cfg.given("rope_parameters") if isinstance(cfg, ConfigView) else cfg.get("rope_parameters")
+    )
+    null = ("rope_theta" in cfg and cfg.get("rope_theta") is None) or (
+        isinstance(rope, dict) and "rope_theta" in rope and rope["rope_theta"] is None
+    )
+    if null:
+        notes.append(f"{family.name} with a null rope_theta: no layer applies RoPE (NoPE)")
+    return _plans(types, [t == "full_attention" and not null for t in types])
+
+
 def _rule_kolibri1(family, cfg, n, notes):
     """Kolibri-1: every 5th layer is full attention when layer_types is absent; RoPE on every
     layer without a sliding window, else on the sliding layers only."""
@@ -922,6 +955,8 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "sliding_rope_only": _rule_sliding_rope_only,
         "afmoe": _rule_afmoe,
         "kolibri1": _rule_kolibri1,
+        "minimax": _rule_minimax,
+        "olmo_hybrid": _rule_olmo_hybrid,
         "cross_attention": _rule_cross_attention,
         "flint": _rule_flint,
         "exaone4": _rule_exaone4,

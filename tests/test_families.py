@@ -930,6 +930,23 @@ def test_glm_image_text_sections_need_the_half_slice():
     assert (spec.pairing, spec.rotary_dim, spec.mrope_section) == ("half", 64, (8, 12, 12))
 
 
+def test_linear_attention_hybrids_minimax_and_olmo_hybrid():
+    mm = rope_schedule({"model_type": "minimax", "num_hidden_layers": 4})  # hand-made
+    assert [x.spec is None for x in mm] == [False, True, False, True]
+    olmo = rope_schedule({"model_type": "olmo_hybrid", "num_hidden_layers": 8})
+    assert [x.spec is None for x in olmo] == [True, True, True, False] * 2
+    # the released checkpoints' NoPE form: a null base builds no rotary module
+    nope = rope_schedule(
+        {
+            "model_type": "olmo_hybrid",
+            "num_hidden_layers": 4,
+            "rope_parameters": {"rope_type": "default", "rope_theta": None},
+        }
+    )
+    assert all(x.spec is None for x in nope)
+    assert "olmo_hybrid with a null rope_theta: no layer applies RoPE (NoPE)" in nope.notes
+
+
 def test_mla_families_beside_deepseek():
     for model_type in ("axk1", "youtu"):  # DeepSeek-V3's rope_interleave flag, default true
         spec = rope_schedule({"model_type": model_type, "num_hidden_layers": 2})[0].spec

@@ -67,7 +67,9 @@ class Family:
     causal_mask: bool = False  # the attention needs a 4-D additive mask (the DSA indexer)
     rope_key: str = ""  # rotary forward takes layer_type=<the schedule spec's rope key>
     layer_index: bool = True  # the layer and attention classes take the layer's index
-    other_decoder: tuple = ()  # (config key listing layer indices, the decoder class they use)
+    # (config key listing layer indices, decoder class) or (layer_types, a type, decoder class)
+    other_decoder: tuple = ()
+    linear_attention: str = ""  # the attention class of linear layers (MiniMax's lightning)
     attention_from_layer: bool = False  # the decoder layer passes the attention its head counts
 
 
@@ -162,6 +164,21 @@ FAMILIES = {
         "MllamaTextSelfAttention",
         decoder="MllamaSelfAttentionDecoderLayer",
         other_decoder=("cross_attention_layers", "MllamaCrossAttentionDecoderLayer"),
+    ),
+    "minimax": Family(
+        "minimax",
+        "MiniMaxConfig",
+        "MiniMaxRotaryEmbedding",
+        "MiniMaxAttention",
+        linear_attention="MiniMaxLightningAttention",
+    ),
+    "olmo_hybrid": Family(
+        "olmo_hybrid",
+        "OlmoHybridConfig",
+        "OlmoHybridRotaryEmbedding",
+        "OlmoHybridAttention",
+        decoder="OlmoHybridAttentionDecoderLayer",
+        other_decoder=("layer_types", "linear_attention", "OlmoHybridLinearAttentionDecoderLayer"),
     ),
     "kolibri1": Family(
         "kolibri1", "Kolibri1Config", "Kolibri1RotaryEmbedding", "Kolibri1Attention"
@@ -359,6 +376,7 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("voxtral.transformers-defaults.json", "full_attention"): [37, 44, 59],
     ("openai-privacy-filter.transformers-defaults.json", "full_attention"): [6, 10],
     ("apertus1p5-text.transformers-defaults.json", "full_attention"): [34, 55],
+    ("minimax.transformers-defaults.json", "full_attention"): [37],
 }
 
 
@@ -641,13 +659,18 @@ def _attention_class(fam: Family, hf_cfg, index: int):
     e.g. Qwen3-Next's linear-attention layers), found by building the layer on meta."""
     mod = _hf_module(fam)
     decoder = fam.decoder or fam.attention.replace("Attention", "DecoderLayer")
-    if fam.other_decoder and index in getattr(hf_cfg, fam.other_decoder[0]):
-        decoder = fam.other_decoder[1]  # Mllama's cross-attention layers: no self_attn
+    if fam.other_decoder:  # Mllama's cross-attention layers, OLMo hybrid's linear ones
+        key, *which, cls = fam.other_decoder
+        chosen = getattr(hf_cfg, key)
+        if (which and chosen[index] == which[0]) or (not which and index in chosen):
+            decoder = cls
     args = (hf_cfg, index) if fam.layer_index else (hf_cfg,)
     with torch.device("meta"):
         layer = getattr(mod, decoder)(*args)
     attn = getattr(layer, fam.attention_attr, None)
-    return None if attn is None else type(attn)
+    if attn is None or type(attn).__name__ == fam.linear_attention:
+        return None
+    return type(attn)
 
 
 def _run_layer(name: str, index: int, pos: np.ndarray) -> Recorded | None:

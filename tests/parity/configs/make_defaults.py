@@ -79,6 +79,8 @@ DEFAULTS = {
     "granite4-vision-text": "Granite4VisionTextConfig",
     "granite-docling-text": "GraniteDoclingTextConfig",
     "hyperclovax": "HyperCLOVAXConfig",
+    "minimax": "MiniMaxConfig",
+    "olmo-hybrid": "OlmoHybridConfig",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
