@@ -289,6 +289,22 @@ def _read_rope_type(rope: dict, family, notes: list) -> str:
     return t
 
 
+def _null_base(raw: dict) -> str | None:
+    """The key that writes the base as null (top level or inside a rope dict), or None."""
+    if "rope_theta" in raw and raw["rope_theta"] is None:
+        return "rope_theta"
+    for key in ("rope_parameters", "rope_scaling"):
+        block = raw.get(key)
+        if not isinstance(block, dict):
+            continue
+        if "rope_theta" in block and block["rope_theta"] is None:
+            return f"{key}.rope_theta"
+        for sub, inner in block.items():
+            if isinstance(inner, dict) and "rope_theta" in inner and inner["rope_theta"] is None:
+                return f"{key}.{sub}.rope_theta"
+    return None
+
+
 def _read_base(ctx: dict, rope: dict, notes: list) -> float:
     """The base: ``rope_theta`` wherever it is written once (a nested per-layer dict's own
     value, else the top-level one), ``rotary_emb_base``, a family rule, or the config class's
@@ -297,6 +313,13 @@ def _read_base(ctx: dict, rope: dict, notes: list) -> float:
     if family is not None and family.base_from == "gptj":
         notes.append(f"{family.name}: base 10000 (fixed in the model code)")
         return DEFAULT_BASE
+    null = _null_base(cfg.raw)
+    if null is not None:
+        raise ValueError(
+            f"config key {null} is null: transformers computes the frequencies from the base "
+            "and cannot run a null one; give a number (OLMo hybrid, whose null base means "
+            "no RoPE, is read by its record)"
+        )
     top = [] if nested else [("rope_theta", cfg.given("rope_theta"))]
     base = _one_value(
         [

@@ -610,6 +610,22 @@ def test_hostile_layer_counts_and_factors_name_the_key():
         rope_schedule({**v4, "compress_ratios": [0, 4, 128, 7]})
 
 
+@pytest.mark.parametrize(
+    ("cfg", "key"),
+    [
+        ({"rope_theta": None}, "rope_theta"),
+        (
+            {"rope_parameters": {"rope_type": "default", "rope_theta": None}},
+            "rope_parameters.rope_theta",
+        ),
+    ],
+)
+def test_a_null_base_is_refused_naming_the_key(cfg, key):
+    # transformers' rotary module cannot run a null base; refimpl never fills in a default
+    with pytest.raises(ValueError, match=rf"config key {key} is null"):
+        rope_schedule({"model_type": "llama", "num_hidden_layers": 2, **cfg})  # hand-made
+
+
 @pytest.mark.parametrize("literal", ["Infinity", "1e400", "NaN", "-Infinity"])
 def test_non_finite_json_numbers_are_refused(tmp_path, literal):
     for key in ("head_dim", "max_position_embeddings"):
