@@ -697,6 +697,10 @@ def _run_layer(name: str, index: int, pos: np.ndarray) -> Recorded | None:
             decoder = fam.decoder or fam.attention.replace("Attention", "DecoderLayer")
             attn = getattr(getattr(mod, decoder)(hf_cfg, index), fam.attention_attr).eval()
         width = hf_cfg.hidden_size
+    with torch.no_grad():  # parameters a class leaves as torch.empty (JetMoe's experts)
+        for param in attn.parameters():
+            if not torch.isfinite(param).all() or param.abs().max() > 1e3:
+                param.normal_(0.0, 0.02)
     rot = getattr(mod, fam.rotary)(hf_cfg)
     pid = torch.from_numpy(pos)[None, :]
     hidden = torch.randn(1, pos.shape[0], width)
