@@ -1532,8 +1532,16 @@ UNSUPPORTED: Mapping[str, str] = MappingProxyType(
         "qwen2_5_omni_dit": (
             "Qwen2.5-Omni's token-to-wave DiT rotates the first attention head only, after "
             "reordering its adjacent pairs into halves (transformers 5.24 DiTAttention: "
-            "query[:, :1] through deinterleave_head_dim and apply_rotary_pos_emb); a RopeSpec "
-            "rotates every head alike"
+            "query[:, :1] through deinterleave_head_dim and apply_rotary_pos_emb) over mel "
+            "frames (positions in seconds: refimpl.audio.frame_times); a RopeSpec rotates "
+            "every head alike"
+        ),
+        "hrm_text": (
+            "HRM-Text applies its two stacks of num_layers_per_stack blocks H_cycles x "
+            "(L_cycles + 1) times, and its config class rewrites num_hidden_layers from the "
+            "per-stack count to that number of attention calls on first construction, so a "
+            "file's num_hidden_layers means either; every call rotates with the one RoPE of "
+            "its rope fields"
         ),
         "nanochat": (
             "NanoChat's rotate_half returns (x2, -x1), so each pair turns by -theta_i * p "
@@ -1554,6 +1562,14 @@ TOWERS: Mapping[str, str] = MappingProxyType(
         "pe_video_encoder": "video frames (Perception Encoder video)",
         "pe_audio_video_encoder": "audio and video frames (Perception Encoder audio-video)",
         "timesfm2_5": "time-series patches (TimesFM 2.5)",
+        "nemotron3_5_transcribe_word_timestamp": (
+            "audio frames and word positions (Nemotron 3.5 Transcribe's word-timestamp head)"
+        ),
+        "efficientloftr": "image feature grids (EfficientLoFTR's 2-D RoPE)",
+        "moonshine": (
+            "audio frames in its encoder and tokens in its decoder (Moonshine: each has its "
+            "own encoder_* and decoder_* keys)"
+        ),
     }
 )
 

@@ -992,7 +992,9 @@ def test_a_class_rope_block_is_read_and_a_bare_base_beside_it_refused():
             rope_schedule({"model_type": model_type, "rope_theta": 5e5})
 
 
-@pytest.mark.parametrize("model_type", ["neucodec", "pe_audio_encoder", "timesfm2_5"])
+@pytest.mark.parametrize(
+    "model_type", ["neucodec", "pe_audio_encoder", "timesfm2_5", "efficientloftr", "moonshine"]
+)
 def test_towers_over_frames_or_patches_are_refused_naming_the_api(model_type):
     cfg = {"model_type": model_type, "head_dim": 64, "rope_theta": 1e4}  # hand-made
     with pytest.raises(ValueError, match=r"not a text decoder.*refimpl\.audio\.frame_times"):
@@ -1004,6 +1006,8 @@ def test_a_rotation_by_minus_theta_or_of_one_head_is_refused():
         rope_schedule({"model_type": "nanochat", "hidden_size": 768, "num_attention_heads": 6})
     with pytest.raises(ValueError, match=r"qwen2_5_omni_dit.*first attention head only"):
         rope_schedule({"model_type": "qwen2_5_omni_dit", "head_dim": 64, "rope_theta": 1e4})
+    with pytest.raises(ValueError, match=r"hrm_text.*rewrites num_hidden_layers"):
+        rope_schedule({"model_type": "hrm_text", "head_dim": 64, "rope_theta": 1e4})
 
 
 def test_families_with_a_rope_per_layer_type_in_the_class():
