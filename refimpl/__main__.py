@@ -20,7 +20,6 @@ from . import __version__
 from ._checks import MAX_POSITION, check_positive_int, check_table_size
 from .config import PRECISIONS, RopeSchedule, RopeSpec, rope_schedule
 from .gguf import gguf_schedule, is_gguf
-from .rotary import cos_sin
 from .scaling import ROPE_SCALINGS
 from .streaming import ProgressPrinter, StreamedArray, write_npz_streams
 
@@ -57,24 +56,39 @@ def _ranges(indices: list[int]) -> str:
 
 
 def schedule_lines(schedule: RopeSchedule) -> tuple[list[str], list[RopeSpec]]:
-    """One line per distinct (spec, layer type, query scaling) with its layer ranges, and the
-    distinct specs in order (the line's label ``A``, ``B``, ... indexes them)."""
+    """One line per distinct (spec, layer type, query scaling, indexer) with its layer ranges,
+    and the distinct specs in order (the line's label ``A``, ``B``, ... indexes them)."""
     specs = schedule.specs()
     keys = [k for k in schedule.groups() if k is not None]
     groups: dict = {}
+    indexers: dict = {}
     for layer in schedule:
         k = None if layer.spec is None else layer.spec.key()
-        sig = (k, layer.layer_type, layer.query_scaling)
+        ik = None if layer.indexer is None else layer.indexer.key()
+        indexers.setdefault(ik, layer.indexer)
+        sig = (k, layer.layer_type, layer.query_scaling, ik)
         groups.setdefault(sig, []).append(layer.index)
     lines = []
-    for (k, layer_type, query), indices in groups.items():
+    for (k, layer_type, query, ik), indices in groups.items():
         label = "-" if k is None else _label(keys.index(k))
         what = "no RoPE" if k is None else specs[k].describe()
         if query is not None:
             what += "; " + query.describe()
+        if ik is not None:
+            what += "; indexer: " + _indexer_text(indexers[ik])
         word = "layer " if len(indices) == 1 else "layers"
         lines.append(f"{label} {word} {_ranges(indices)} ({layer_type}): {what}")
     return lines, [specs[k] for k in keys]
+
+
+def _indexer_text(spec: RopeSpec) -> str:
+    """An indexer's rotation in a few words (its tables are its layer's)."""
+    where = "trailing" if spec.rotary_offset else "leading"
+    order = ", half-order output" if spec.output_order == "half" else ""
+    return (
+        f"{spec.pairing} pairs{order} on the {where} {spec.rotary_dim} of {spec.dim} features "
+        "(the layer's tables)"
+    )
 
 
 def _label(i: int) -> str:
@@ -106,9 +120,17 @@ def _describe(args) -> int:
     out = [
         f"config            {schedule.source}",
         f"model type        {schedule.model_type}",
-        f"layers            {len(schedule)}",
-        *lines,
     ]
+    if schedule.reason:
+        out.append(f"family            {schedule.family or 'none (generic reading)'}")
+        out.append(f"read by           {schedule.reason}")
+    out += [f"layers            {len(schedule)}", *lines]
+    dca = schedule.dual_chunk_attention
+    if dca is not None:
+        out.append(
+            f"dual chunk attn   chunk_size {dca.chunk_size}, local_size {dca.local_size}: "
+            "ignored by transformers, run by vLLM and SGLang"
+        )
     out += [f"note              {n}" for n in schedule.notes]
     for i, spec in enumerate(specs):
         label = _label(i)
@@ -121,14 +143,20 @@ def _describe(args) -> int:
         out += [f"  note            {n}" for n in spec.notes if n not in schedule.notes]
         if args.pairs:
             out += _pair_lines(spec)
+    for indexer in {
+        layer.indexer.key(): layer.indexer for layer in schedule if layer.indexer
+    }.values():
+        out.append(f"indexer           {_indexer_text(indexer)}")
+        out.append(f"  note            {indexer.notes[-1]}")
     print("\n".join(out))
     return 0
 
 
 def register_describe(subparsers) -> None:
-    """``describe CONFIG [--seq-len L] [--no-pairs]``: the per-layer schedule (layer ranges ->
-    base, widths, pairing, scaling, NoPE, query scaling), notes, and a per-pair table of each
-    distinct spec."""
+    """``describe CONFIG [--seq-len L] [--no-pairs]``: which family read the config and why,
+    the per-layer schedule (layer ranges -> base, widths, pairing, scaling, NoPE, query
+    scaling, indexer RoPE), Dual Chunk Attention settings, notes, and a per-pair table of
+    each distinct spec."""
     p = subparsers.add_parser(
         "describe", help="summarise the RoPE of a config.json layer by layer (and per pair)"
     )
@@ -156,14 +184,10 @@ GOLDEN_METHODS = ("correct", "fast")
 
 
 def golden_tables(spec: RopeSpec, positions, precision: str, method: str | None):
-    """The tables of a golden file: ``spec.cos_sin(positions, precision)``, or for float64
-    and ``method="correct"`` the correctly rounded tables of the record's exact frequencies
-    (``cos_sin`` of ``ROPE_SCALINGS[rope_type].exact_frequencies(**spec.method_params())``,
+    """The tables of a golden file: ``spec.cos_sin(positions, precision, method=...)``
+    (``method="correct"``: the correctly rounded tables of the record's exact frequencies,
     times ``attention_scaling`` folded in before the rounding)."""
-    if method != "correct":
-        return spec.cos_sin(positions, precision=precision)
-    freqs = ROPE_SCALINGS[spec.rope_type].exact_frequencies(**spec.method_params())
-    return cos_sin(positions, freqs, attention_scaling=spec.attention_scaling, method="correct")
+    return spec.cos_sin(positions, precision=precision, method=method or "fast")
 
 
 def _check_method(precision: str, method: str | None) -> str | None:

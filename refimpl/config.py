@@ -1,22 +1,25 @@
 """RoPE of a real model: read a ``config.json`` and return its exact rotary embedding, layer
 by layer.
 
-:func:`rope_from_config` returns the :class:`RopeSpec` of one layer type and
+:func:`rope_from_config` returns the :class:`~refimpl.spec.RopeSpec` of one layer type and
 :func:`rope_schedule` the whole model: one :class:`LayerRope` per layer (a spec, or none for a
-NoPE layer, and the query scaling the layer applies). Both read the transformers 4.x form
-(``rope_scaling`` + ``rope_theta``), the 5.x form (``rope_parameters``, flat or nested per
-layer type), legacy ``"type"`` keys, and the model-family facts of :mod:`refimpl.families`
-(rotary width, pairing, per-layer rules, query scaling). The scaling method's keys, defaults
-and required parameters come from its record in :data:`refimpl.scaling.ROPE_SCALINGS`.
+layer without RoPE, the query scaling the layer applies, and the RoPE of its indexer). Both
+read the transformers 4.x form (``rope_scaling`` + ``rope_theta``), the 5.x form
+(``rope_parameters``, flat or nested per layer type), legacy ``"type"`` keys, and the
+model-family records of :mod:`refimpl.families` in one pass: which family reads the config
+(and why), its class defaults, its rope form, its layer rule, then per layer the widths,
+pairing, scaling method and query scaling. The scaling method's keys, defaults and required
+parameters come from its record in :data:`refimpl.scaling.ROPE_SCALINGS`.
 
 One refusal policy:
 
 * refused (ValueError/TypeError naming the key and what refimpl would need): what
   transformers cannot load or run either, what refimpl cannot express although transformers
-  uses it, and values invalid by the method's own definition (``factor < 1``, ``beta_fast =
-  0``, a negative ``mscale``, ...);
+  uses it, an unknown ``model_type`` whose config shows per-layer or non-RoPE structure
+  (:data:`refimpl.families.MARKERS`), and values invalid by the method's own definition
+  (``factor < 1``, ``beta_fast = 0``, a negative ``mscale``, ...);
 * recorded in ``notes`` (and shown by ``python -m refimpl describe``): keys transformers
-  ignores, defaults applied (a missing base is 10000, family defaults such as GPT-NeoX's
+  ignores, defaults applied (each config-class default by name, e.g. GPT-NeoX's
   ``rotary_pct`` 0.25), and choices transformers makes that a reader may not expect (an
   explicit YaRN ``factor`` that differs from ``max_position_embeddings / original``);
 * where transformers would silently use another value, refimpl refuses: a yarn/llama3/longrope
@@ -28,529 +31,49 @@ One refusal policy:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from . import families as fam
+from . import family_rules as rules
 from ._checks import (
     MAX_POSITION,
-    as_float_array,
-    as_inv_freq,
-    as_positions,
-    as_real_array,
     check_base,
-    check_choice,
-    check_dim,
     check_flag,
     check_int,
-    check_keywords,
     check_pairing,
-    check_positive,
     check_positive_int,
     check_real,
 )
-from .families import LayerPlan, QueryScaling
-from .multiaxis import MROPE_LAYOUTS, mrope_cos_sin
-from .numerics import round_to
-from .pipelines import PRECISIONS as _PRECISION_RECORDS
-from .rotary import apply_rope_tables, pair_indices
-from .rotary import inv_freq as _default_inv_freq
+from .family_rules import LayerPlan, QueryScaling
+from .remap import DualChunkAttention
 from .scaling import ROPE_SCALINGS
+from .spec import (  # INV_FREQ_AGREEMENT, OUTPUT_ORDERS, PRECISIONS: re-exported
+    INV_FREQ_AGREEMENT,  # noqa: F401
+    OUTPUT_ORDERS,  # noqa: F401
+    PRECISIONS,  # noqa: F401
+    RopeSpec,
+    _mrope_section,
+)
 
+# RopeSpec, PRECISIONS, OUTPUT_ORDERS and INV_FREQ_AGREEMENT are importable from here too;
+# they are documented where they are defined (refimpl.spec, refimpl.spec_tables).
 __all__ = [
-    "OUTPUT_ORDERS",
-    "PRECISIONS",
     "LayerRope",
     "RopeSchedule",
-    "RopeSpec",
     "load_config",
     "rope_from_config",
     "rope_schedule",
 ]
 
-#: Precision names of :meth:`RopeSpec.cos_sin` and :meth:`RopeSpec.apply`: the keys of the
-#: registry :data:`refimpl.pipelines.PRECISIONS`.
-PRECISIONS = tuple(_PRECISION_RECORDS)
-OUTPUT_ORDERS = ("same", "half")
 DEFAULT_BASE = 10000.0
-# A spec's stored inv_freq may differ from its method's float64 frequencies by this much
-# (relative): frequencies read from files are often float32 (GGUF rope_freqs, ggml's
-# cumulative float32 products drift by up to about d/2 float32 ulps, 64 * 6e-8 = 4e-6 for
-# d = 128); different parameters differ by far more (a factor 2 or a base 10x).
-INV_FREQ_AGREEMENT = 1e-5
 # config.json files are kilobytes; a file this large is not a model config.
 MAX_CONFIG_BYTES = 64 * 2**20
 _LEGACY_TYPE_NAMES = {"su": "longrope", "mrope": "default"}
 _COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 _MROPE_KEYS = {"mrope_section", "mrope_interleaved", "mrope_layout"}
-_ROPE_ROOM_KEYS = ("rope_parameters", "rope_scaling", "rope_theta", "hidden_size", "head_dim")
-
-
-# --------------------------------------------------------------------------- the spec
-
-
-# The position keywords RopeSpec.apply forwards to rotary.apply_rope_tables.
-_POSITION_KEYWORDS = ("offsets", "cu_seqlens", "cp_rank", "cp_size", "inverse")
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class RopeSpec:
-    """The rotary embedding of one layer of a model configuration.
-
-    Every fact is stored once: the method's parameters other than ``dim`` (= ``rotary_dim``),
-    ``base`` and ``seq_len`` are in ``params``; ``inv_freq`` is the method's float64
-    frequencies for them (checked at construction, within :data:`INV_FREQ_AGREEMENT`).
-
-    Attributes
-    ----------
-    dim : int
-        Head width (the features ``apply`` takes).
-    rotary_dim : int
-        Rotated width: features ``[rotary_offset, rotary_offset + rotary_dim)``.
-    base : float
-        :math:`b` (``rope_theta``).
-    rope_type : str
-        Key of :data:`refimpl.scaling.ROPE_SCALINGS`.
-    inv_freq : numpy.ndarray, shape (rotary_dim // 2,), float64
-        The method's frequencies computed exactly (read-only; zero for proportional RoPE's
-        pass-through pairs).
-    attention_scaling : float
-        Multiplied into cos and sin.
-    pairing : {"half", "interleaved"}
-        Which features of the rotated slice form a pair.
-    params : mapping
-        The method's other keyword arguments (read-only).
-    seq_len : int or None
-        Sequence length the frequencies are for (methods that depend on it).
-    max_position : int or None
-        ``max_position_embeddings``.
-    notes : tuple of str
-        Defaults applied and keys ignored while reading the config.
-    source : str
-        Where the config came from (a path or ``"<dict>"``).
-    output_order : {"same", "half"}
-        ``"half"``: interleaved pairs in, rotated pairs written back in half order (first
-        every pair's first feature, then every second; MLA's ``rope_interleave``).
-    rotary_offset : int
-        First rotated feature (0: the leading slice).
-    mrope_section : tuple of 3 int or None
-        M-RoPE pairs per axis ``(t, h, w)``, summing to ``rotary_dim // 2``.
-    mrope_layout : {"blocked", "interleaved"} or None
-        How the sections are laid out over the pairs (set exactly when ``mrope_section`` is).
-    """
-
-    dim: int
-    rotary_dim: int
-    base: float
-    rope_type: str
-    inv_freq: np.ndarray
-    attention_scaling: float = 1.0
-    pairing: str = "half"
-    params: Mapping = dataclasses.field(default_factory=dict)
-    seq_len: int | None = None
-    max_position: int | None = None
-    notes: tuple = ()
-    source: str = "<dict>"
-    output_order: str = "same"
-    rotary_offset: int = 0
-    mrope_section: tuple | None = None
-    mrope_layout: str | None = None
-
-    def __post_init__(self):
-        put = functools.partial(object.__setattr__, self)
-        put("dim", check_dim(self.dim, "dim", even=False))
-        put("rotary_dim", check_dim(self.rotary_dim, "rotary_dim"))
-        put("rotary_offset", check_int(self.rotary_offset, "rotary_offset", minimum=0))
-        if self.rotary_offset + self.rotary_dim > self.dim:
-            raise ValueError(
-                f"rotary_offset + rotary_dim = {self.rotary_offset + self.rotary_dim} exceeds "
-                f"dim = {self.dim}"
-            )
-        put("base", check_base(self.base))
-        if not isinstance(self.rope_type, str):
-            raise TypeError(f"rope_type must be a string, got {self.rope_type!r}")
-        method = ROPE_SCALINGS[self.rope_type]
-        put("attention_scaling", check_positive(self.attention_scaling, "attention_scaling"))
-        check_pairing(self.pairing)
-        check_choice(self.output_order, "output_order", OUTPUT_ORDERS)
-        if self.output_order == "half" and self.pairing != "interleaved":
-            raise ValueError("output_order='half' reorders interleaved pairs; pairing must be")
-        for name in ("seq_len", "max_position"):
-            value = getattr(self, name)
-            if value is not None:
-                put(name, check_positive_int(value, name, maximum=MAX_POSITION))
-        if not isinstance(self.params, Mapping):
-            raise TypeError(f"params must be a mapping, got {type(self.params).__name__}")
-        clash = sorted({"dim", "base", "seq_len"} & set(self.params))
-        if clash:
-            raise ValueError(f"params must not repeat the spec's fields {clash}")
-        put("params", fam.ReadOnlyDict(self.params))
-        if not isinstance(self.notes, tuple) or not all(isinstance(n, str) for n in self.notes):
-            raise TypeError("notes must be a tuple of strings")
-        if not isinstance(self.source, str):
-            raise TypeError(f"source must be a string, got {type(self.source).__name__}")
-        self._check_mrope()
-        inv = as_inv_freq(self.inv_freq, "inv_freq", allow_zero=True).copy()
-        if inv.shape[0] != self.rotary_dim // 2:
-            raise ValueError(
-                f"inv_freq has {inv.shape[0]} entries but rotary_dim={self.rotary_dim} needs "
-                f"{self.rotary_dim // 2}"
-            )
-        inv.setflags(write=False)
-        put("inv_freq", inv)
-        self._check_agreement(method)
-
-    def _check_mrope(self) -> None:
-        if (self.mrope_section is None) != (self.mrope_layout is None):
-            raise ValueError("mrope_section and mrope_layout are given together or not at all")
-        if self.mrope_section is None:
-            return
-        check_choice(self.mrope_layout, "mrope_layout", MROPE_LAYOUTS)
-        section = _mrope_section(self.mrope_section, "mrope_section")
-        if sum(section) != self.rotary_dim // 2:
-            raise ValueError(
-                f"mrope_section {list(section)} must sum to rotary_dim // 2 = "
-                f"{self.rotary_dim // 2} pairs"
-            )
-        object.__setattr__(self, "mrope_section", section)
-
-    def _check_agreement(self, method) -> None:
-        exact = method(**self.method_params()).inv_freq
-        zero = exact == 0.0
-        rel = np.abs(self.inv_freq - exact) / np.where(zero, 1.0, exact)
-        if np.any(zero != (self.inv_freq == 0.0)) or np.max(rel) > INV_FREQ_AGREEMENT:
-            i = int(np.argmax(np.where(zero != (self.inv_freq == 0.0), np.inf, rel)))
-            raise ValueError(
-                f"inv_freq disagrees with rope_type {self.rope_type!r} and its parameters: "
-                f"pair {i} is {self.inv_freq[i]!r}, the method gives {exact[i]!r} (relative "
-                f"difference above {INV_FREQ_AGREEMENT:g}); build the spec from the parameters"
-            )
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, RopeSpec):
-            return NotImplemented
-        names = [f.name for f in dataclasses.fields(self) if f.name != "inv_freq"]
-        same = all(getattr(self, n) == getattr(other, n) for n in names)
-        return same and np.array_equal(self.inv_freq, other.inv_freq)
-
-    def __hash__(self) -> int:
-        return hash(self.key())
-
-    def method_params(self) -> dict:
-        """Keyword arguments of the scaling method: ``dim``, ``base``, ``seq_len`` (for
-        methods that take it) and ``params``."""
-        out = {"dim": self.rotary_dim, "base": self.base, **self.params}
-        if "seq_len" in ROPE_SCALINGS[self.rope_type].parameters:
-            out["seq_len"] = self.seq_len
-        return out
-
-    @functools.cached_property
-    def inv_freq_float32(self) -> np.ndarray:
-        """The float32 ``inv_freq`` buffer transformers' rotary module holds for this config
-        (its runtime value for ``seq_len``), shape ``(rotary_dim // 2,)``."""
-        params = self.method_params()
-        params.pop("seq_len", None)
-        return ROPE_SCALINGS[self.rope_type].float32(seq_len=self.seq_len, **params)
-
-    def key(self) -> tuple:
-        """A hashable key, equal for specs that compute the same tables (float64 and
-        transformers-float32) and the same rotation (widths, slice, pairing, order)."""
-        return (
-            self.dim,
-            self.rotary_dim,
-            self.rotary_offset,
-            self.pairing,
-            self.output_order,
-            self.mrope_section,
-            self.mrope_layout,
-            self.attention_scaling,
-            self.inv_freq.tobytes(),
-            self.inv_freq_float32.tobytes(),
-            self._position_limit(),
-        )
-
-    def _position_limit(self) -> int | None:
-        """Positions must stay below this (methods whose frequencies depend on the length)."""
-        if "seq_len" not in ROPE_SCALINGS[self.rope_type].parameters:
-            return None
-        if self.seq_len is not None:
-            return self.seq_len
-        return self.params.get("original_max_position", self.params.get("max_position"))
-
-    def _check_positions(self, positions) -> np.ndarray:
-        pos = as_positions(positions)
-        limit = self._position_limit()
-        if limit is not None and pos.size and pos.max() + 1 > limit:
-            raise ValueError(
-                f"positions reach {pos.max():.0f} but this {self.rope_type} spec is for "
-                f"sequences of length <= {limit}; build it with "
-                f"rope_from_config(config, seq_len=...) covering the positions"
-            )
-        return pos
-
-    def cos_sin(self, positions, precision: str = "float64") -> tuple[np.ndarray, np.ndarray]:
-        r"""Half-width cos and sin tables, multiplied by ``attention_scaling``.
-
-        Parameters
-        ----------
-        positions : array_like, shape (seq,)
-            Text positions (for M-RoPE every axis sees the same position: 1-D RoPE; use
-            :meth:`mrope_cos_sin` for multimodal position ids).
-        precision : str, default "float64"
-            A name of :data:`refimpl.pipelines.PRECISIONS`. ``"float64"``: the exact reference
-            (float64 angles of the exact frequencies). ``"transformers-float32"``:
-            transformers' arithmetic: float32 frequencies, one float32 product
-            ``float32(m) * inv_freq``, cos/sin rounded to float32, times the attention factor
-            in float32. ``"ggml-float32"``, ``"mlx-float32"``, ``"vllm-float32"``,
-            ``"vllm-bfloat16"``, ``"vllm-float16"``: that engine's arithmetic with the
-            arguments it derives from this spec's config (its frequencies or factors, scaling
-            parameters and attention factor; see :mod:`refimpl.pipelines`).
-
-        Returns
-        -------
-        cos, sin : numpy.ndarray, each shape (seq, rotary_dim // 2)
-            float64 for ``"float64"``, float32 otherwise (holding bfloat16 or float16 values
-            for those vLLM precisions). transformers' module returns ``concat(cos, cos)``
-            (width ``rotary_dim``). Zero-frequency pairs give exactly ``attention_scaling``
-            and 0 (in float64).
-
-        Raises
-        ------
-        ValueError
-            An unknown precision (the known ones listed), positions beyond the spec's length,
-            or a spec the precision's engine cannot run (naming the precision and why).
-
-        Notes
-        -----
-        Book equations ``eq:rope-cos-sin`` and ``eq:config-float32-forward``.
-
-        Examples
-        --------
-        >>> spec = rope_from_config({"head_dim": 4, "rope_theta": 100.0})
-        >>> c, s = spec.cos_sin([0, 1])
-        >>> c.shape, float(s[1, 1])  # theta_1 = 0.1
-        ((2, 2), 0.09983341664682815)
-        >>> spec.cos_sin([1], precision="transformers-float32")[1].dtype
-        dtype('float32')
-        """
-        check_choice(precision, "precision", PRECISIONS)
-        return _PRECISION_RECORDS[precision](self, self._check_positions(positions))
-
-    def mrope_cos_sin(self, position_ids) -> tuple[np.ndarray, np.ndarray]:
-        """M-RoPE tables for ``(3, seq)`` position ids (rows t, h, w), float64, each
-        ``(seq, rotary_dim // 2)``; see :func:`refimpl.multiaxis.mrope_cos_sin`."""
-        if self.mrope_section is None:
-            raise ValueError("this spec has no mrope_section; use cos_sin(positions)")
-        return mrope_cos_sin(
-            position_ids,
-            self.inv_freq,
-            self.mrope_section,
-            layout=self.mrope_layout,
-            attention_scaling=self.attention_scaling,
-        )
-
-    def apply(self, x, positions, precision: str = "float64", **position_keywords) -> np.ndarray:
-        """Rotate queries or keys ``x`` of shape ``(..., seq, dim)`` by their positions.
-
-        Features ``[rotary_offset, rotary_offset + rotary_dim)`` are rotated with this spec's
-        pairing (and written back in half order when ``output_order="half"``); the others
-        pass through.
-
-        Parameters
-        ----------
-        x : array_like, shape (..., seq, dim)
-        positions : array_like, shape (seq,) or (batch, seq), or None
-            Token positions (None with ``cu_seqlens``).
-        precision : str, default "float64"
-            A name of :data:`refimpl.pipelines.PRECISIONS`. ``"float64"``:
-            :func:`refimpl.rotary.apply_rope_tables` on this spec's exact tables (dtype kept,
-            computed in float64, bit-identical to ``x1 c - x2 s``, ``x1 s + x2 c``). Any
-            other: ``x`` rounded to the precision's format, that precision's tables, and the
-            rotation ``x1 c - x2 s``, ``x2 c + x1 s`` with every product and sum rounded to
-            the format, returned as float32 (1-D positions, no position keywords): float32
-            for transformers, ggml, MLX and ``"vllm-float32"`` (a kernel that fuses the
-            multiply-adds differs in the last bit), bfloat16/float16 for the other vLLM
-            names, as vLLM's ``forward_native`` rotates in the model dtype.
-        **position_keywords
-            ``offsets``, ``cu_seqlens``, ``cp_rank``, ``cp_size``, ``inverse``: forwarded to
-            :func:`refimpl.rotary.apply_rope_tables` (the tables then cover positions
-            ``0 .. P-1``, P the largest position reached plus one; integer positions).
-
-        Examples
-        --------
-        >>> spec = rope_from_config({"head_dim": 2, "rope_theta": 100.0})
-        >>> spec.apply(np.array([[1.0, 0.0]]), [1]).round(6)  # rotated by 1 rad
-        array([[0.540302, 0.841471]])
-        >>> spec.apply(spec.apply(np.array([[1.0, 0.0]]), [1]), [1], inverse=True).round(6)
-        array([[1., 0.]])
-        """
-        check_choice(precision, "precision", PRECISIONS)
-        fixed = sorted({"rotary_offset", "output_order", "pairing"} & set(position_keywords))
-        if fixed:
-            raise TypeError(f"{fixed} are the spec's own; build another spec to change them")
-        check_keywords(
-            "RopeSpec.apply",
-            position_keywords,
-            ["x", "positions", "precision", *_POSITION_KEYWORDS],
-        )
-        layout = {
-            "pairing": self.pairing,
-            "rotary_offset": self.rotary_offset,
-            "output_order": self.output_order,
-        }
-        x = as_real_array(x, "x")  # ragged or non-numeric input is refused by name
-        if positions is not None:
-            positions = as_real_array(positions, "positions")
-        shape = x.shape
-        if not shape or shape[-1] != self.dim:
-            raise ValueError(f"x must have shape (..., seq, {self.dim}), got {shape}")
-        by_token = set(position_keywords) <= {"inverse"} and np.ndim(positions) <= 1
-        if precision == "float64" and by_token:
-            pos = self._check_positions(positions)
-            c, s = self.cos_sin(pos)
-            return apply_rope_tables(x, c, s, **layout, **position_keywords)
-        if precision == "float64":
-            top = _largest_position(positions, position_keywords)
-            c, s = self.cos_sin(self._check_positions(np.arange(top + 1)))
-            ids = None if positions is None else np.asarray(positions)
-            return apply_rope_tables(x, c, s, positions=ids, **layout, **position_keywords)
-        if not by_token or position_keywords:
-            raise ValueError(
-                f"precision={precision!r} takes 1-D positions and no position keywords"
-            )
-        return self._apply_rounded(x, self._check_positions(positions), precision)
-
-    def _apply_rounded(self, x, pos: np.ndarray, precision: str) -> np.ndarray:
-        """The rotation in the precision's format, every product and sum rounded to it."""
-        fmt = _PRECISION_RECORDS[precision].dtype
-        xa = as_float_array(x, "x", min_ndim=2).astype(np.float32)
-        if xa.shape[-1] != self.dim or xa.shape[-2] != pos.shape[0]:
-            raise ValueError(f"x must have shape (..., {pos.shape[0]}, {self.dim}), got {xa.shape}")
-        if fmt != "float32":
-            xa = round_to(xa, fmt).astype(np.float32)
-        c, s = self.cos_sin(pos, precision)
-        out = xa.copy()
-        lo, hi = self.rotary_offset, self.rotary_offset + self.rotary_dim
-        part = xa[..., lo:hi]
-        i1, i2 = pair_indices(self.rotary_dim, self.pairing)
-        x1, x2 = part[..., i1], part[..., i2]
-        rot = np.empty_like(part)
-
-        def rnd(v):  # float32 arithmetic rounds by itself; bfloat16/float16 once more
-            return v if fmt == "float32" else round_to(v, fmt).astype(np.float32)
-
-        rot[..., i1] = rnd(rnd(x1 * c) - rnd(x2 * s))
-        rot[..., i2] = rnd(rnd(x2 * c) + rnd(x1 * s))
-        if self.output_order == "half":  # interleaved pairs written back in half order
-            rot = np.concatenate([rot[..., 0::2], rot[..., 1::2]], axis=-1)
-        out[..., lo:hi] = rot
-        return out
-
-    def pair_table(self) -> dict[str, np.ndarray]:
-        """Per-pair description: the unscaled and scaled frequency, wavelengths, the scale
-        applied (``theta / theta'``) and the regime: ``"extrapolated"`` (kept, scale 1),
-        ``"interpolated"`` (divided by the largest scale of the spec), ``"ramped"`` (in
-        between) or ``"zero"`` (proportional RoPE's pass-through pairs).
-
-        Returns
-        -------
-        dict of numpy.ndarray, each shape (rotary_dim // 2,)
-            Keys ``pair``, ``inv_freq``, ``scaled_inv_freq``, ``wavelength``,
-            ``scaled_wavelength``, ``scale``, ``regime`` (strings). Zero-frequency pairs have
-            infinite scaled wavelength and scale.
-
-        Examples
-        --------
-        >>> spec = rope_from_config({"head_dim": 8, "rope_scaling": {"type": "linear",
-        ...                                                         "factor": 2.0}})
-        >>> spec.pair_table()["scale"]
-        array([2., 2., 2., 2.])
-        """
-        denominator = self.rotary_dim
-        if "partial_rotary_factor" in self.params:  # proportional: exponent over the head
-            denominator = 2 * self.inv_freq.shape[0]
-        theta = _default_inv_freq(denominator, self.base)[: self.inv_freq.shape[0]]
-        live = self.inv_freq > 0
-        with np.errstate(divide="ignore"):
-            scale = np.where(live, theta / np.where(live, self.inv_freq, 1.0), np.inf)
-            scaled_wave = np.where(live, 2 * np.pi / np.where(live, self.inv_freq, 1.0), np.inf)
-        full = scale[live].max() if live.any() else 1.0
-        close = functools.partial(np.isclose, rtol=1e-9, atol=0)
-        regime = np.where(
-            close(scale, 1.0),
-            "extrapolated",
-            np.where(close(scale, full), "interpolated", "ramped"),
-        )
-        regime = np.where(live, regime, "zero")
-        return {
-            "pair": np.arange(theta.shape[0]),
-            "inv_freq": theta,
-            "scaled_inv_freq": self.inv_freq,
-            "wavelength": 2 * np.pi / theta,
-            "scaled_wavelength": scaled_wave,
-            "scale": scale,
-            "regime": regime,
-        }
-
-    def describe(self) -> str:
-        """One line: method and parameters, base, widths, pairing."""
-        params = {k: v for k, v in self.method_params().items() if k not in ("dim", "base")}
-        text = ROPE_SCALINGS[self.rope_type].describe(params)
-        where = (
-            f"features {self.rotary_offset}..{self.rotary_offset + self.rotary_dim - 1}"
-            if self.rotary_offset
-            else f"{self.rotary_dim} of {self.dim} features"
-        )
-        order = ", half-order output" if self.output_order == "half" else ""
-        mrope = (
-            f", M-RoPE {self.mrope_layout} {list(self.mrope_section)}" if self.mrope_section else ""
-        )
-        scale = "" if self.attention_scaling == 1.0 else f", cos/sin x{self.attention_scaling:.6g}"
-        return f"base {self.base:g}, {where}, {self.pairing}{order}{mrope}, {text}{scale}"
-
-
-def _largest_position(positions, keywords: Mapping) -> int:
-    """The largest position a call with position keywords reaches (tables cover 0 .. it)."""
-    if positions is not None:
-        ids = np.asarray(positions)
-        if ids.dtype.kind not in "iu":
-            raise TypeError(
-                f"positions must be integers with position keywords (rows of the tables), "
-                f"got dtype {ids.dtype}"
-            )
-        top = int(ids.max()) if ids.size else 0
-    elif keywords.get("cu_seqlens") is not None:
-        cu = np.asarray(keywords["cu_seqlens"])
-        if cu.dtype.kind not in "iu" or cu.ndim != 1 or cu.size < 2:
-            raise ValueError("cu_seqlens must be a 1-D integer array of at least 2 entries")
-        top = max(int(np.max(np.diff(cu))) - 1, 0)
-    else:
-        raise ValueError("positions may be None only with cu_seqlens")
-    offsets = keywords.get("offsets")
-    if offsets is not None:
-        off = np.asarray(offsets)
-        if off.dtype.kind not in "iu":
-            raise TypeError(f"offsets must be integers, got dtype {off.dtype}")
-        top += max(int(off.max()) if off.size else 0, 0)
-    return check_int(top, "largest position", minimum=0, maximum=MAX_POSITION)
-
-
-def _mrope_section(value, key: str) -> tuple:
-    """M-RoPE sections: a list of 3 non-negative integers (no strings, booleans, fractions)."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise TypeError(f"{key} must be a list of 3 integers (pairs per axis), got {value!r}")
-    section = tuple(check_int(v, f"{key}[{i}]", minimum=0) for i, v in enumerate(value))
-    if len(section) != 3:
-        raise ValueError(
-            f"{key} must have 3 entries (t, h, w pairs); got {len(section)}: refimpl's "
-            "M-RoPE tables have three axes"
-        )
-    return section
 
 
 # --------------------------------------------------------------------------- schedule
@@ -558,13 +81,16 @@ def _mrope_section(value, key: str) -> tuple:
 
 @dataclasses.dataclass(frozen=True)
 class LayerRope:
-    """One layer of a model: its RoPE (``spec``; None for a layer without RoPE) and the query
-    scaling its attention applies (None: none)."""
+    """One layer of a model: its RoPE (``spec``; None for a layer without RoPE), the query
+    scaling its attention applies (None: none), and the RoPE of its indexer (``indexer``:
+    the DeepSeek Sparse Attention indexer's own rotation of its heads with the layer's
+    tables; None where the layer has none)."""
 
     index: int
     layer_type: str
     spec: RopeSpec | None
     query_scaling: QueryScaling | None = None
+    indexer: RopeSpec | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -578,12 +104,23 @@ class RopeSchedule(Sequence):
         Model-level notes (family, layer rules, defaults); each spec carries its own too.
     source : str
     model_type : str or None
+    family : str or None
+        The :mod:`refimpl.families` record that read the config (None: the generic reading).
+    reason : str
+        Why that record (or the generic reading) applies.
+    dual_chunk_attention : DualChunkAttention or None
+        The config's ``dual_chunk_attention_config`` (Qwen2.5-1M): transformers ignores it,
+        vLLM and SGLang run Dual Chunk Attention with it
+        (:func:`refimpl.remap.dual_chunk_attention_scores`).
     """
 
     layers: tuple
     notes: tuple = ()
     source: str = "<dict>"
     model_type: str | None = None
+    family: str | None = None
+    reason: str = ""
+    dual_chunk_attention: DualChunkAttention | None = None
 
     def __getitem__(self, i):
         return self.layers[i]
@@ -615,14 +152,15 @@ class RopeSchedule(Sequence):
         }
 
     def runs(self) -> list[tuple[int, int, LayerRope]]:
-        """Maximal runs ``(first, last, layer)`` of consecutive layers with the same spec and
-        query scaling (for a compact listing)."""
+        """Maximal runs ``(first, last, layer)`` of consecutive layers with the same spec,
+        query scaling and indexer (for a compact listing)."""
         out: list = []
         for layer in self.layers:
             sig = (
                 None if layer.spec is None else layer.spec.key(),
                 layer.layer_type,
                 layer.query_scaling,
+                None if layer.indexer is None else layer.indexer.key(),
             )
             if out and out[-1][3] == sig and out[-1][1] == layer.index - 1:
                 out[-1][1] = layer.index
@@ -662,8 +200,8 @@ def load_config(config) -> tuple[dict, str]:
     ------
     ValueError
         The path does not exist, is larger than :data:`MAX_CONFIG_BYTES`, is not UTF-8, is
-        not valid JSON, repeats a key in an object, or nests too deeply (the message names
-        the path).
+        not valid JSON, repeats a key in an object, or nests more than
+        :data:`refimpl.families.MAX_CONFIG_DEPTH` levels deep (the message names the path).
     TypeError
         ``config`` is none of the accepted kinds.
 
@@ -673,9 +211,12 @@ def load_config(config) -> tuple[dict, str]:
     ({'head_dim': 8}, '<dict>')
     """
     if isinstance(config, dict):
+        rules.check_depth(config, "config")
         return dict(config), "<dict>"
     if hasattr(config, "to_dict") and callable(config.to_dict):
-        return dict(config.to_dict()), type(config).__name__
+        data = dict(config.to_dict())
+        rules.check_depth(data, f"config {type(config).__name__}")
+        return data, type(config).__name__
     if not isinstance(config, (str, os.PathLike)):
         raise TypeError(
             f"config must be a dict, a path to config.json or a transformers config, "
@@ -701,23 +242,8 @@ def load_config(config) -> tuple[dict, str]:
         raise ValueError(f"config: {path}: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"config: {path} must hold a JSON object, got {type(data).__name__}")
+    rules.check_depth(data, f"config: {path}")
     return data, path
-
-
-def _text_config(cfg: dict, notes: list) -> dict:
-    """The part of a (multimodal) config that holds the text decoder's RoPE."""
-    text = cfg.get("text_config")
-    if text is None:
-        return cfg
-    if not isinstance(text, dict):
-        raise TypeError(f"config key text_config must be an object, got {text!r}")
-    if any(k in cfg for k in _ROPE_ROOM_KEYS):
-        return cfg
-    notes.append("RoPE read from text_config")
-    out = dict(text)
-    if "model_type" not in out and "model_type" in cfg:
-        out["model_type"] = cfg["model_type"]
-    return out
 
 
 # --------------------------------------------------------------------------- readers
@@ -734,68 +260,6 @@ def _one_value(candidates: list[tuple[str, Any]], what: str):
             listing = ", ".join(f"{k}={v!r}" for k, v in present)
             raise ValueError(f"config gives {what} twice with different values: {listing}")
     return first
-
-
-def _object(value, key: str):
-    if value is not None and not isinstance(value, dict):
-        raise TypeError(f"config key {key} must be an object, got {type(value).__name__}")
-    return value
-
-
-def _read_rope_dicts(cfg: dict, family, notes: list) -> dict:
-    """The raw rope dict(s): ``{None: flat}`` or ``{layer type or label: dict}``."""
-    rp = _object(cfg.get("rope_parameters"), "rope_parameters")
-    rs = _object(cfg.get("rope_scaling"), "rope_scaling")
-    if family is not None and family.layers == "gemma3" and not _nested(rp):
-        return _gemma3_rope_dicts(cfg, rp, rs, notes)
-    if family is not None and family.layers == "deepseek_v4" and not _nested(rp):
-        raise ValueError(
-            "deepseek_v4 with flat rope parameters: transformers builds {'main', 'compress'} "
-            "from rope_theta, compress_rope_theta and partial_rotary_factor; refimpl reads the "
-            "nested rope_parameters form only"
-        )
-    if _nested(rp):
-        for key, sub in rp.items():
-            _object(sub, f"rope_parameters.{key}")
-        if rs:
-            raise ValueError("config has rope_scaling beside a nested rope_parameters")
-        return {key: dict(sub) for key, sub in rp.items()}
-    if rs and rp:
-        strip = {"rope_theta", "partial_rotary_factor"}
-        a = {k: v for k, v in rs.items() if k not in strip}
-        b = {k: v for k, v in rp.items() if k not in strip}
-        if a != b:
-            raise ValueError(
-                f"config has both rope_scaling and rope_parameters and they disagree: {a} vs {b}"
-            )
-        return {None: {**rp, **rs}}
-    return {None: dict(rs or rp or {})}
-
-
-def _nested(rp) -> bool:
-    return bool(rp) and all(isinstance(v, dict) for v in rp.values())
-
-
-def _gemma3_rope_dicts(cfg: dict, rp, rs, notes: list) -> dict:
-    """Gemma 3's 4.x form, as its config class converts it: full-attention layers take
-    ``rope_scaling`` and ``rope_theta`` (default 1e6), sliding ones ``rope_local_base_freq``
-    (default 1e4) without scaling."""
-    full = dict(rp or {})
-    full.update(rs or {})
-    if cfg.get("rope_theta") is not None:
-        full.setdefault("rope_theta", cfg["rope_theta"])
-    if full.get("rope_theta") is None:
-        full["rope_theta"] = 1e6
-        notes.append("gemma3: no rope_theta: full-attention layers use base 1e6")
-    local = cfg.get("rope_local_base_freq")
-    if local is None:
-        local = 1e4
-        notes.append("gemma3: no rope_local_base_freq: sliding layers use base 1e4")
-    full.setdefault("rope_type", full.get("type", "default"))
-    return {
-        "full_attention": full,
-        "sliding_attention": {"rope_type": "default", "rope_theta": local},
-    }
 
 
 def _read_rope_type(rope: dict, family, notes: list) -> str:
@@ -825,40 +289,78 @@ def _read_rope_type(rope: dict, family, notes: list) -> str:
     return t
 
 
-def _read_base(cfg: dict, rope: dict, family, notes: list, fallback=None) -> float:
+def _null_base(raw: dict) -> str | None:
+    """The key that writes the base as null (top level or inside a rope dict), or None."""
+    if "rope_theta" in raw and raw["rope_theta"] is None:
+        return "rope_theta"
+    for key in ("rope_parameters", "rope_scaling"):
+        block = raw.get(key)
+        if not isinstance(block, dict):
+            continue
+        if "rope_theta" in block and block["rope_theta"] is None:
+            return f"{key}.rope_theta"
+        for sub, inner in block.items():
+            if isinstance(inner, dict) and "rope_theta" in inner and inner["rope_theta"] is None:
+                return f"{key}.{sub}.rope_theta"
+    return None
+
+
+def _read_base(ctx: dict, rope: dict, notes: list) -> float:
     """The base: ``rope_theta`` wherever it is written once (a nested per-layer dict's own
-    value, else ``fallback``, the top-level one), ``rotary_emb_base``, or a family rule."""
+    value, else the top-level one), ``rotary_emb_base``, a family rule, or the config class's
+    ``default_theta``."""
+    cfg, family, nested = ctx["cfg"], ctx["family"], None not in ctx["ropes"]
     if family is not None and family.base_from == "gptj":
-        notes.append("gptj: base 10000 (fixed in the model code)")
+        notes.append(f"{family.name}: base 10000 (fixed in the model code)")
         return DEFAULT_BASE
+    null = _null_base(cfg.raw)
+    if null is not None:
+        raise ValueError(
+            f"config key {null} is null: transformers computes the frequencies from the base "
+            "and cannot run a null one; give a number (OLMo hybrid, whose null base means "
+            "no RoPE, is read by its record)"
+        )
+    top = [] if nested else [("rope_theta", cfg.given("rope_theta"))]
     base = _one_value(
         [
             ("rope_parameters.rope_theta", rope.get("rope_theta")),
-            ("rope_theta", cfg.get("rope_theta")),
-            ("rotary_emb_base", cfg.get("rotary_emb_base")),
+            *top,
+            ("rotary_emb_base", cfg.given("rotary_emb_base")),
         ],
         "the base (rope_theta)",
     )
-    if base is None:
-        base = fallback
+    if base is None and nested:
+        base = cfg.given("rope_theta")
     if family is not None and family.base_from == "rope_ratio":
-        ratio = fam.config_real(cfg, "rope_ratio", 1.0)
+        ratio = rules.config_real(cfg, "rope_ratio", 1.0)
         return check_base((DEFAULT_BASE if base is None else base) * ratio, "base")
+    if base is None and family is not None and "rope_theta" in family.defaults:
+        base = cfg.get("rope_theta")  # the class default, noted by the view
     if base is None:
+        if ctx["model_type"] is not None:
+            raise ValueError(
+                f"config has no rope_theta and model_type {ctx['model_type']!r} is not in "
+                "refimpl's family table: if it rotates, transformers would take its config "
+                "class's default_theta, which refimpl does not know (write rope_theta); if its "
+                "positions are learned, ALiBi or relative buckets, it has no RoPE to read "
+                f"(ALiBi and T5 buckets: refimpl.bias); {fam.TOWER_HINT}"
+            )
         notes.append("no rope_theta: base 10000.0 (transformers' default)")
         return DEFAULT_BASE
     return check_base(base, "config key rope_theta")
 
 
-def _read_partial(cfg: dict, rope: dict):
+def _read_partial(cfg: rules.ConfigView, rope: dict):
     partial = _one_value(
         [
             ("rope_parameters.partial_rotary_factor", rope.get("partial_rotary_factor")),
-            ("partial_rotary_factor", cfg.get("partial_rotary_factor")),
-            ("rotary_pct", cfg.get("rotary_pct")),
+            ("partial_rotary_factor", cfg.given("partial_rotary_factor")),
+            ("rotary_pct", cfg.given("rotary_pct")),
         ],
         "partial_rotary_factor",
     )
+    if partial is None and "partial_rotary_factor" in cfg.defaults:
+        partial = cfg.get("partial_rotary_factor")  # the class default, noted by the view
     if partial is None:
         return None
     partial = check_real(partial, "config key partial_rotary_factor")
@@ -867,12 +369,13 @@ def _read_partial(cfg: dict, rope: dict):
     return partial
 
 
-def _read_widths(cfg, rope, family, method, plan: LayerPlan, rope_type, notes) -> tuple:
+def _read_widths(ctx, rope, method, plan: LayerPlan, rope_type, notes) -> tuple:
     """``(widths, partial as a method parameter or None)``."""
+    cfg, family = ctx["cfg"], ctx["family"]
     partial = _read_partial(cfg, rope)
     if "partial_rotary_factor" in method.keys.values():  # proportional: pairs span the head
-        d = plan.head_dim or fam.rotary_widths(None, cfg, None, notes).head_dim
-        return fam.Widths(d, d, 0), partial
+        d = plan.head_dim or rules.rotary_widths(None, cfg, None, notes).head_dim
+        return rules.Widths(d, d, 0), partial
     if family is not None and not family.honours_partial and partial not in (None, 1.0):
         if rope_type != "default":
             raise ValueError(
@@ -887,7 +390,7 @@ def _read_widths(cfg, rope, family, method, plan: LayerPlan, rope_type, notes) -
             "rotates the whole head (as transformers does)"
         )
         partial = None
-    return fam.rotary_widths(family, cfg, partial, notes, head_dim=plan.head_dim), None
+    return rules.rotary_widths(family, cfg, partial, notes, head_dim=plan.head_dim), None
 
 
 # transformers reads these with `or`, so 0 silently becomes the default
@@ -922,7 +425,10 @@ def _read_params(method, rope, cfg, max_pos, partial, notes) -> dict:
                     "rope_scaling.original_max_position_embeddings",
                     raw.get("original_max_position_embeddings"),
                 ),
-                ("original_max_position_embeddings", cfg.get("original_max_position_embeddings")),
+                (
+                    "original_max_position_embeddings",
+                    cfg.given("original_max_position_embeddings"),
+                ),
             ],
             "original_max_position_embeddings",
         )
@@ -1010,7 +516,7 @@ def _read_mrope(rope: dict, family, rotary_dim: int, legacy: bool, notes: list):
     return section, layout
 
 
-def _unused_key_notes(rope: dict, method, family, notes: list) -> None:
+def _unused_key_notes(rope: dict, method, notes: list) -> None:
     """Keys of the rope dict that nothing reads: transformers ignores them (with a warning),
     so they are notes, not errors."""
     known = set(method.keys) | _COMMON_KEYS | _MROPE_KEYS | {"llama_4_scaling_beta"}
@@ -1023,13 +529,15 @@ def _unused_key_notes(rope: dict, method, family, notes: list) -> None:
         )
 
 
+# --------------------------------------------------------------------------- one layer
+
+
 def _layer_spec(ctx: dict, plan: LayerPlan, pairing, seq_len) -> RopeSpec:
     """The spec of one layer (``ctx`` holds the config, family, rope dicts and notes)."""
     cfg, family = ctx["cfg"], ctx["family"]
     rope = _layer_rope(ctx["ropes"], plan)
-    notes = list(ctx["notes"])
-    nested = None not in ctx["ropes"]
-    if nested:
+    notes: list[str] = []  # this layer's own; the view adds the defaults it uses to ctx's
+    if None not in ctx["ropes"]:
         notes.append(f"rope_parameters of layer type {plan.rope_key!r}")
     if family is not None and family.layers == "deepseek_v4":
         notes.append(
@@ -1045,13 +553,13 @@ def _layer_spec(ctx: dict, plan: LayerPlan, pairing, seq_len) -> RopeSpec:
     legacy = rope.get("rope_type", rope.get("type")) == "mrope"
     rope_type = _read_rope_type(rope, family, notes)
     method = ROPE_SCALINGS[rope_type]
-    base = _read_base(cfg if not nested else {}, rope, family, notes, cfg.get("rope_theta"))
-    widths, partial = _read_widths(cfg, rope, family, method, plan, rope_type, notes)
+    base = _read_base(ctx, rope, notes)
+    widths, partial = _read_widths(ctx, rope, method, plan, rope_type, notes)
     params = _read_params(method, rope, cfg, ctx["max_pos"], partial, notes)
-    _unused_key_notes(rope, method, family, notes)
+    _unused_key_notes(rope, method, notes)
     section, layout = _read_mrope(rope, family, widths.rotary_dim, legacy, notes)
     if pairing is None:
-        pairing, order = fam.pairing_and_order(family, cfg, notes)
+        pairing, order = rules.pairing_and_order(family, cfg, notes)
     else:
         order = "same"
     call = {"dim": widths.rotary_dim, "base": base, **params}
@@ -1072,12 +580,49 @@ def _layer_spec(ctx: dict, plan: LayerPlan, pairing, seq_len) -> RopeSpec:
         params=params,
         seq_len=seq_len,
         max_position=ctx["max_pos"],
-        notes=tuple(dict.fromkeys(notes)),
+        notes=tuple(dict.fromkeys([*ctx["notes"], *notes])),
         source=ctx["source"],
         output_order=order,
         rotary_offset=widths.rotary_offset,
         mrope_section=section,
         mrope_layout=layout,
+    )
+
+
+def _submodule_spec(ctx: dict, sub: fam.Submodule, layer: RopeSpec) -> RopeSpec:
+    """The RoPE a submodule (an indexer) applies with the layer's tables."""
+    cfg = ctx["cfg"]
+    head = rules.config_int(cfg, sub.head_dim_key, maximum=rules.MAX_DIM)
+    rotary = rules.config_int(cfg, sub.rotary_key, maximum=rules.MAX_DIM)
+    if head is None or rotary is None:
+        raise ValueError(
+            f"{ctx['family'].name}'s {sub.name} needs config keys {sub.head_dim_key} and "
+            f"{sub.rotary_key} (its head width and rotated width)"
+        )
+    if rotary != layer.rotary_dim:
+        raise ValueError(
+            f"{ctx['family'].name}'s {sub.name} rotates {sub.rotary_key}={rotary} features with "
+            f"the layer's tables, which cover {layer.rotary_dim}; the config is inconsistent"
+        )
+    if rotary > head:
+        raise ValueError(
+            f"config key {sub.rotary_key}={rotary} exceeds {sub.head_dim_key}={head}: the "
+            f"{sub.name} cannot rotate more features than its heads have"
+        )
+    offset = head - rotary if sub.rotary_slice == "trailing" else 0
+    where = "trailing" if offset else "leading"
+    text = (
+        f"{sub.name}: {sub.pairing} pairs"
+        + (", half-order output" if sub.output_order == "half" else "")
+        + f" on the {where} {rotary} of {head} features, with the layer's tables; {sub.note}"
+    )
+    return dataclasses.replace(
+        layer,
+        dim=head,
+        pairing=sub.pairing,
+        output_order=sub.output_order,
+        rotary_offset=offset,
+        notes=(*layer.notes, text),
     )
 
 
@@ -1093,19 +638,12 @@ def _layer_rope(ropes: dict, plan: LayerPlan) -> dict:
 
 
 def _context(config, need_layers: bool = True) -> dict:
-    """Load a config and read what every layer shares: family, plan, rope dicts, notes."""
-    cfg, source = load_config(config)
+    """Load a config and read what every layer shares, in one pass through its family
+    record: which record (and why), class defaults, rope dicts, layer plan, notes."""
+    raw, source = load_config(config)
     notes: list[str] = []
-    cfg = _text_config(cfg, notes)
-    model_type = cfg.get("model_type")
-    family = fam.family_for(model_type)
-    if family is None:
-        which = "no model_type" if model_type is None else f"model_type {model_type!r}"
-        notes.append(
-            f"{which} (not in refimpl's family table): generic reading "
-            "(head_dim or hidden_size // num_attention_heads, half pairing, leading slice, "
-            "every layer alike)"
-        )
+    reading = fam.resolve(raw, notes)
+    cfg = reading.cfg
     max_pos = cfg.get("max_position_embeddings", cfg.get("n_positions"))
     if max_pos is not None:
         max_pos = check_int(
@@ -1115,18 +653,36 @@ def _context(config, need_layers: bool = True) -> dict:
             maximum=MAX_POSITION,
             integral_float=True,
         )
-    ropes = _read_rope_dicts(cfg, family, notes)
-    plan = fam.layer_plan(family, cfg, notes, need_layers=need_layers)
+    ropes = rules.rope_dicts(reading.family, cfg, notes)
+    plan = rules.layer_plan(reading.family, cfg, notes, need_layers=need_layers)
     return {
         "cfg": cfg,
         "source": source,
-        "family": family,
-        "model_type": model_type,
+        "family": reading.family,
+        "model_type": reading.model_type,
+        "reason": reading.reason,
         "max_pos": max_pos,
         "ropes": ropes,
         "plan": plan,
         "notes": notes,
+        "dca": _dual_chunk(cfg, notes),
     }
+
+
+def _dual_chunk(cfg: rules.ConfigView, notes: list) -> DualChunkAttention | None:
+    value = cfg.given("dual_chunk_attention_config")
+    if value is None:
+        return None
+    try:
+        dca = DualChunkAttention.from_config(value)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"config key dual_chunk_attention_config: {exc}") from None
+    notes.append(
+        f"dual_chunk_attention_config (chunk_size {dca.chunk_size}, local_size "
+        f"{dca.local_size}): transformers ignores it (ordinary RoPE attention); vLLM and "
+        "SGLang run Dual Chunk Attention with it (refimpl.remap.dual_chunk_attention_scores)"
+    )
+    return dca
 
 
 def _memo(ctx: dict, plan: LayerPlan) -> tuple:
@@ -1140,8 +696,28 @@ def _check_seq_len(seq_len):
     return check_positive_int(seq_len, "seq_len", maximum=MAX_POSITION)
 
 
+def _indexer(ctx: dict, plan: LayerPlan, spec: RopeSpec | None, specs: dict, seq_len):
+    """The indexer spec of one layer (None where the layer has none)."""
+    if not plan.submodules:
+        return None
+    sub = next(s for s in ctx["family"].submodules if s.name in plan.submodules)
+    layer = spec
+    if sub.rope_key is not None and (sub.rope_key, plan.head_dim) != _memo(ctx, plan):
+        memo = (sub.rope_key, plan.head_dim)
+        if memo not in specs:
+            other = dataclasses.replace(plan, rope_key=sub.rope_key)
+            specs[memo] = _layer_spec(ctx, other, None, seq_len)
+        layer = specs[memo]
+    if layer is None:
+        return None
+    key = ("indexer", _memo(ctx, plan))
+    if key not in specs:
+        specs[key] = _submodule_spec(ctx, sub, layer)
+    return specs[key]
+
+
 def rope_schedule(config, *, seq_len: int | None = None) -> RopeSchedule:
-    r"""Every layer's RoPE and query scaling, as the model's code builds them.
+    r"""Every layer's RoPE, query scaling and indexer RoPE, as the model's code builds them.
 
     Parameters
     ----------
@@ -1153,16 +729,20 @@ def rope_schedule(config, *, seq_len: int | None = None) -> RopeSchedule:
     Returns
     -------
     RopeSchedule
-        One :class:`LayerRope` per layer (``num_hidden_layers``; one entry standing for all
-        layers when the config gives no count and every layer is alike).
+        One :class:`LayerRope` per layer (``num_hidden_layers``, the config class's default
+        when the file omits it; one entry standing for all layers when the count is unknown
+        and every layer is alike), the family that read the config and why, and the config's
+        Dual Chunk Attention settings.
 
     Notes
     -----
     Layer rules (:mod:`refimpl.families`): Gemma 2/3/4 sliding and full layers (Gemma 3's
     ``rope_local_base_freq``, Gemma 4's wider full-attention heads and proportional RoPE),
     Llama 4 and SmolLM3 ``no_rope_layers`` / ``no_rope_layer_interval``, Cohere2 and EXAONE 4
-    full-attention layers without RoPE, Qwen3-Next linear-attention layers, DeepSeek-V4's
-    ``main``/``compress`` ropes. Book page "Real configurations".
+    full-attention layers without RoPE, OLMo 3's scaled full-attention layers, the
+    linear-attention layers of Qwen3-Next and Qwen3.5, LFM2's conv layers, Zamba2's shared
+    attention, Kimi Linear's NoPE MLA, DeepSeek-V3.2 and GLM-5's DSA indexers and
+    DeepSeek-V4's ``main``/``compress`` ropes. Book page "Real configurations".
 
     Examples
     --------
@@ -1184,10 +764,17 @@ def rope_schedule(config, *, seq_len: int | None = None) -> RopeSchedule:
             if memo not in specs:
                 specs[memo] = _layer_spec(ctx, plan, None, seq_len)
             spec = specs[memo]
-        query = fam.query_scaling(family, cfg, rope, plan, ctx["notes"])
-        layers.append(LayerRope(plan.index, plan.layer_type, spec, query))
+        query = rules.query_scaling(family, cfg, rope, plan, ctx["notes"])
+        indexer = _indexer(ctx, plan, spec, specs, seq_len)
+        layers.append(LayerRope(plan.index, plan.layer_type, spec, query, indexer))
     return RopeSchedule(
-        tuple(layers), tuple(dict.fromkeys(ctx["notes"])), ctx["source"], ctx["model_type"]
+        tuple(layers),
+        tuple(dict.fromkeys(ctx["notes"])),
+        ctx["source"],
+        ctx["model_type"],
+        None if family is None else family.name,
+        ctx["reason"],
+        ctx["dca"],
     )
 
 

@@ -1,91 +1,244 @@
 """Model families: what a config's ``model_type`` says about its rotary embedding.
 
 A ``config.json`` does not say everything about a model's RoPE: where the rotated width comes
-from, how features are paired, which layers rotate at all and how queries are rescaled by
-position are written in each model's code. This module holds those facts, one
-:class:`Family` record per model family, each checked against the modeling and configuration
-files of the pinned transformers (5.24, ``transformers/models/<name>/``) or, for families that
-ship their own code, against that code (named in the record). :mod:`refimpl.config` reads
-them; an explicit config flag (``rope_interleave``, ``partial_rotary_factor``, ``rotary_dim``,
-``layer_types``, ``no_rope_layers``) wins over the family default, as it does in the model
-code. A ``model_type`` that is not listed keeps the generic reading (``head_dim`` or
-``hidden_size // num_attention_heads``, half pairing, every layer alike) and the spec says so
-in a note.
+from, how features are paired, which layers rotate at all, what a key the file omits defaults
+to and how queries are rescaled by position are written in each model's code. This module
+holds those facts as declarative records, one :class:`Family` per model family, each checked
+against the modeling and configuration files of the pinned transformers (5.24,
+``transformers/models/<name>/``) or, for families that ship their own code, against that code
+(named in the record). :mod:`refimpl.config` reads a config in one pass through its record,
+with the machinery of :mod:`refimpl.family_rules` that the record's fields name:
 
-The pieces:
+1. :func:`resolve` finds the decoder's config (a wrapper's ``text_config``, through
+   :data:`WRAPPERS`), its record, and why; an unknown ``model_type`` is read as one RoPE for
+   every layer only when the config carries none of the :data:`MARKERS` of other structure,
+   and the types of :data:`UNSUPPORTED` are refused with what they do;
+2. a :class:`~refimpl.family_rules.ConfigView` reads keys through the record's ``defaults``
+   (its config class's defaults), noting each default used, as a diff-style released file
+   relies on them;
+3. :func:`~refimpl.family_rules.rope_dicts` turns the rope fields into one rope dict per layer
+   kind (``rope_form``: the 4.x forms of Gemma 3, OLMo 3 and DeepSeek-V4 as their config
+   classes convert them);
+4. :func:`~refimpl.family_rules.layer_plan` lists every layer by the record's rule
+   (``layers``);
+5. per layer, :func:`~refimpl.family_rules.rotary_widths` (``width``),
+   :func:`~refimpl.family_rules.pairing_and_order`,
+   :func:`~refimpl.family_rules.query_scaling` and each :class:`Submodule` (an MLA indexer's
+   own RoPE).
 
-* width sources (:data:`WIDTH_SOURCES`): ``head_dim`` (times ``partial_rotary_factor`` /
-  ``rotary_pct``), ``qk_rope_head_dim`` (MLA: the decoupled rope head ``q_pe``/``k_pe``, which
-  the attention concatenates after the ``qk_nope_head_dim`` features), ``rotary_dim``
-  (GPT-J, CodeGen, MiniMax-M2: a leading slice of ``n_embd / n_head``), ``kv_channels``
-  (ChatGLM: half of the head);
-* pairing and output order: ``"half"`` (``i`` with ``i + r/2``) or ``"interleaved"``
-  (``2i`` with ``2i+1``); MLA's ``rope_interleave`` reads adjacent pairs and writes the
-  rotated pairs back in half order (``output_order="half"``);
-* layer rules (:data:`LAYER_RULES`): which layers rotate, with which rope parameters and head
-  width;
-* query scaling (:class:`QueryScaling`): a per-position factor on the queries and a constant
-  factor on the softmax scale.
+An explicit config flag (``rope_interleave``, ``partial_rotary_factor``, ``rotary_dim``,
+``layer_types``, ``no_rope_layers``) wins over the family default, as it does in the model code.
+Adding a family is one record (and its tests).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
+import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
 
-import numpy as np
-
-from ._checks import MAX_DIM, as_positions, check_flag, check_int, check_real
+from .family_rules import (  # noqa: F401 (the rules' names, importable from here too)
+    LAYER_RULES,
+    PLAIN_LAYER_TYPES,
+    QUERY_RULES,
+    QUERY_SCALINGS,
+    ROPE_FORMS,
+    WIDTH_SOURCES,
+    ConfigView,
+    LayerPlan,
+    QueryScaling,
+    ReadOnlyDict,
+    Widths,
+    layer_plan,
+    query_scaling,
+    rope_dicts,
+    rotary_widths,
+)
 
 __all__ = [
     "FAMILIES",
-    "LAYER_RULES",
-    "QUERY_SCALINGS",
-    "WIDTH_SOURCES",
+    "MARKERS",
+    "TOWERS",
+    "UNSUPPORTED",
+    "WRAPPERS",
     "Family",
-    "LayerPlan",
-    "QueryScaling",
-    "ReadOnlyDict",
-    "Widths",
+    "Reading",
+    "Submodule",
     "family_for",
-    "layer_plan",
-    "query_scaling",
-    "rotary_widths",
+    "marker_of",
+    "resolve",
 ]
 
-WIDTH_SOURCES = ("head_dim", "qk_rope_head_dim", "rotary_dim", "kv_channels")
-LAYER_RULES = (
-    "uniform",
-    "gemma2",
-    "gemma3",
-    "gemma4",
+# --------------------------------------------------------------------------- markers
+
+# What tells a config of an unknown model type apart from "one RoPE on every layer". Each entry
+# is a config key (exact, prefix or suffix) that some model type transformers 5.24 ships uses
+# for per-layer or non-RoPE structure; a config that has one is refused naming the key.
+MARKER_KEYS = (
+    # per-layer RoPE and NoPE layers
     "no_rope_layers",
-    "sliding_rope_only",
-    "exaone4",
-    "linear_attention",
-    "deepseek_v4",
+    "no_rope_layer_interval",
+    "nope_layer_interval",
+    "rope_local_base_freq",
+    "local_rope_theta",
+    "global_rope_theta",
+    "layer_rope_theta",
+    "compress_rope_theta",
+    "rope_scaling_layers",
+    "per_layer_config",
+    "global_head_dim",
+    "use_mem_rope",
+    # widths and pairings the generic reading would not see
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "kv_lora_rank",
+    "rope_interleave",
+    "rotary_dim",
+    # linear-attention, recurrent, conv and SSM hybrids
+    "full_attention_interval",
+    "full_attn_idxs",
+    "layers_block_type",
+    "block_types",
+    "attn_layer_indices",
+    "attn_layer_period",
+    "attn_layer_offset",
+    "lru_width",
+    "state_size",
+    "conv_kernel",
+    "use_conv_bias",
+    "short_conv_kernel_size",
+    "kv_channels",
+    "cross_attention_layers",
+    # not RoPE at all
+    "position_embedding_type",
+    "alibi",
+    "use_alibi",
+    # vision and audio encoders (2-D, axial or time RoPE: refimpl.multiaxis, refimpl.audio)
+    "patch_size",
+    "image_size",
+    "num_channels",
+    "num_mel_bins",
+    "sampling_rate",
 )
-QUERY_RULES = ("llama4_temperature", "llama_4_scaling_beta", "mla_mscale")
-QUERY_SCALINGS = ("llama4_temperature", "llama_4_scaling_beta", "softmax_scale")
+# what serves a marked config, where refimpl has an API for it
+MARKER_APIS = {
+    "patch_size": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
+    "image_size": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
+    "num_channels": "refimpl.multiaxis.apply_rope_2d and the vision variants of refimpl.multiaxis",
+    "num_mel_bins": "refimpl.audio (frame_times, apply_rope_time_frequency)",
+    "sampling_rate": "refimpl.audio (frame_times, apply_rope_time_frequency)",
+}
+MARKER_PREFIXES = (
+    "index_",
+    "mrope_",
+    "xdrope_",
+    "linear_",
+    "mamba_",
+    "ssm_",
+    "conv_",
+    "kda_",
+    "time_step_",
+    "hybrid_",
+    "recurrent_",
+)
+MARKER_SUFFIXES = ("_pattern",)
+MARKERS = MappingProxyType(
+    {"keys": MARKER_KEYS, "prefixes": MARKER_PREFIXES, "suffixes": MARKER_SUFFIXES}
+)
+"""Config keys that mark per-layer or non-RoPE structure (``keys`` exact, ``prefixes``,
+``suffixes``); besides them, ``layer_types`` values other than :data:`PLAIN_LAYER_TYPES`, a
+rope dict per layer type, ``mrope_*`` or ``xdrope_*`` inside the rope dict and a
+``text_config`` of a type refimpl does not know."""
 
 
-class ReadOnlyDict(dict):
-    """A dict that refuses changes (the parameters of frozen records; unlike
-    ``types.MappingProxyType`` it pickles and deep-copies)."""
+def marker_of(cfg: Mapping) -> str | None:
+    """The first sign of per-layer or non-RoPE structure in a config (a description naming
+    the key), or None.
 
-    def _refuse(self, *args, **kwargs):
-        raise TypeError("this mapping is read-only (the record it belongs to is frozen)")
+    Examples
+    --------
+    >>> marker_of({"hidden_size": 64, "num_attention_heads": 4})
+    >>> marker_of({"layer_types": ["full_attention", "conv"]})
+    "layer_types value 'conv'"
+    >>> marker_of({"sliding_window_pattern": 6})
+    'config key sliding_window_pattern'
+    """
+    for key in cfg:
+        if not isinstance(key, str):
+            continue
+        if key in MARKER_KEYS or key.startswith(MARKER_PREFIXES) or key.endswith(MARKER_SUFFIXES):
+            return f"config key {key}"
+    types = cfg.get("layer_types")
+    if isinstance(types, list):
+        for t in types:
+            if t not in PLAIN_LAYER_TYPES:
+                return f"layer_types value {t!r}"
+    for key in ("rope_parameters", "rope_scaling"):
+        rope = cfg.get(key)
+        if isinstance(rope, Mapping):
+            if rope and all(isinstance(v, Mapping) for v in rope.values()):
+                return f"config key {key} nested per layer type {sorted(rope)}"
+            for inner in rope:
+                if isinstance(inner, str) and inner.startswith(("mrope_", "xdrope_")):
+                    return f"config key {key}.{inner}"
+            if rope.get("rope_type", rope.get("type")) == "mrope":
+                return f"config key {key}.rope_type 'mrope'"
+    return None
 
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    clear = pop = popitem = setdefault = update = _refuse
 
-    def __reduce__(self):
-        return (type(self), (dict(self),))
+# --------------------------------------------------------------------------- records
 
 
 @dataclasses.dataclass(frozen=True)
+class Submodule:
+    """A module of a layer, beside its attention, that rotates with the layer's tables.
+
+    The DeepSeek Sparse Attention indexer is one: it takes the attention's cos and sin and
+    rotates ``rotary_key`` features of its own ``head_dim_key``-wide heads, with its own
+    pairing and slice.
+
+    Attributes
+    ----------
+    name : str
+        ``"indexer"``: the :class:`LayerPlan`/``LayerRope`` field it fills.
+    head_dim_key : str
+        Config key of the submodule's head width.
+    rotary_key : str
+        Config key of its rotated width.
+    pairing : {"half", "interleaved"}
+    output_order : {"same", "half"}
+    rotary_slice : {"leading", "trailing"}
+    layers_key : str or None
+        Config key of a per-layer list saying where the submodule runs.
+    runs_on : tuple of str
+        The values of that list where it runs (it runs on every layer without the list).
+    layer_types : tuple of str or None
+        Layer types whose layers hold the submodule (None: every layer).
+    rope_key : str or None
+        Entry of a nested ``rope_parameters`` whose tables it uses (None: the layer's).
+    ignored_flag : str or None
+        A config key about the submodule's pairing that transformers does not read (noted
+        when it disagrees).
+    note : str
+        What peers do differently (with sources); shown by ``describe``.
+    """
+
+    name: str
+    head_dim_key: str
+    rotary_key: str
+    pairing: str = "half"
+    output_order: str = "same"
+    rotary_slice: str = "leading"
+    layers_key: str | None = None
+    runs_on: tuple = ()
+    layer_types: tuple | None = None
+    rope_key: str | None = None
+    ignored_flag: str | None = None
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class Family:
     """What one model family's code does with RoPE beyond the rope parameters.
 
@@ -95,16 +248,18 @@ class Family:
         The family (its transformers ``model_type``).
     model_types : tuple of str
         Every ``model_type`` (and GGUF ``general.architecture`` name) read as this family.
+    config_class : str
+        The transformers config class whose defaults ``defaults`` holds.
+    defaults : mapping
+        The config class's defaults for the keys RoPE reading uses (``rope_theta`` is its
+        ``default_theta``); a key the config omits takes this value, with a note.
     width : str
         One of :data:`WIDTH_SOURCES`: where the rotated width comes from.
-    partial_default : float or None
-        ``partial_rotary_factor`` the family's config class sets when the config omits it.
     pairing : {"half", "interleaved"}
         Pairing of the rotated features when no flag says otherwise.
     interleave_flag : str or None
-        Config key that selects interleaved (true) or half (false) pairing.
-    flag_default : bool
-        The flag's value when the config omits it.
+        Config key that selects interleaved (true) or half (false) pairing; its default is in
+        ``defaults``.
     flag_output_order : {"same", "half"}
         Output order of the rotated features when the flag selects interleaved pairing.
     output_order : {"same", "half"}
@@ -113,8 +268,11 @@ class Family:
         Where the rotated slice sits in the head.
     layers : str
         One of :data:`LAYER_RULES`.
+    rope_form : str
+        One of :data:`ROPE_FORMS`: how the rope fields become one dict per layer kind.
     query : tuple of str
-        Query rules (:data:`QUERY_RULES`) the family's attention applies.
+        Query rules (``"llama4_temperature"``, ``"llama_4_scaling_beta"``, ``"mla_mscale"``)
+        the family's attention applies.
     mrope_layout : str or None
         Layout of M-RoPE sections (``"blocked"`` or ``"interleaved"``) for multimodal families.
     mrope_section : tuple of int or None
@@ -124,33 +282,42 @@ class Family:
         (False: its default RoPE ignores the factor and its ``rotate_half`` turns whole heads).
     dynamic_alpha : bool
         ``rope_type: dynamic`` with a non-zero ``alpha`` is the static NTK-alpha base (HunYuan).
-    rope_head_default : int or None
-        ``qk_rope_head_dim`` the family's config class sets when the config omits it (MLA).
     base_from : str or None
         ``"gptj"``: the base is fixed at 10000 by the model code; ``"rope_ratio"``: ChatGLM's
         ``10000 * rope_ratio``; None: ``rope_theta``.
+    submodules : tuple of Submodule
+        Other modules of a layer that rotate (an MLA indexer).
+    layer_count : tuple (str, int) or None
+        ``(key, per_block)``: the config counts blocks of ``per_block`` attention layers in
+        ``key`` (None: ``num_hidden_layers`` counts the layers).
+    aliases : mapping
+        The config class's ``attribute_map``: a name the reader uses -> the key the file
+        writes it under (JetMoe's ``head_dim`` is ``kv_channels``).
     source : str
         The code the rules were checked against.
     """
 
     name: str
     model_types: tuple = ()
+    config_class: str = ""
+    defaults: Mapping = dataclasses.field(default_factory=dict)
     width: str = "head_dim"
-    partial_default: float | None = None
     pairing: str = "half"
     interleave_flag: str | None = None
-    flag_default: bool = False
     flag_output_order: str = "same"
     output_order: str = "same"
     rotary_slice: str = "leading"
     layers: str = "uniform"
+    rope_form: str = "flat"
     query: tuple = ()
     mrope_layout: str | None = None
     mrope_section: tuple | None = None
     honours_partial: bool = True
     dynamic_alpha: bool = False
-    rope_head_default: int | None = None
     base_from: str | None = None
+    submodules: tuple = ()
+    layer_count: tuple | None = None
+    aliases: Mapping = dataclasses.field(default_factory=dict)
     source: str = ""
 
     def __post_init__(self):
@@ -158,84 +325,466 @@ class Family:
             raise ValueError(f"width must be one of {WIDTH_SOURCES}, got {self.width!r}")
         if self.layers not in LAYER_RULES:
             raise ValueError(f"layers must be one of {LAYER_RULES}, got {self.layers!r}")
+        if self.rope_form not in ROPE_FORMS:
+            raise ValueError(f"rope_form must be one of {ROPE_FORMS}, got {self.rope_form!r}")
         for rule in self.query:
             if rule not in QUERY_RULES:
                 raise ValueError(f"query rules must be among {QUERY_RULES}, got {rule!r}")
+        if self.interleave_flag is not None and self.interleave_flag not in self.defaults:
+            raise ValueError(f"{self.name}: the default of {self.interleave_flag} is needed")
+        object.__setattr__(self, "defaults", ReadOnlyDict(self.defaults))
+        object.__setattr__(self, "aliases", ReadOnlyDict(self.aliases))
+
+    def _removed(self, name: str, key: str):
+        warnings.warn(
+            f"Family.{name} is deprecated and will be removed in refimpl 0.3.0: use "
+            f"Family.defaults[{key!r}] (the config class's default)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return self.defaults.get(key)
+
+    @property
+    def flag_default(self) -> bool:
+        """Deprecated: ``defaults[interleave_flag]``."""
+        key = self.interleave_flag or "rope_interleave"
+        return bool(self._removed("flag_default", key))
+
+    @property
+    def partial_default(self) -> float | None:
+        """Deprecated: ``defaults["partial_rotary_factor"]``."""
+        return self._removed("partial_default", "partial_rotary_factor")
+
+    @property
+    def rope_head_default(self) -> int | None:
+        """Deprecated: ``defaults["qk_rope_head_dim"]``."""
+        return self._removed("rope_head_default", "qk_rope_head_dim")
 
 
 def _tf(name: str) -> str:
     return f"transformers 5.24 models/{name}/modeling_{name}.py, configuration_{name}.py"
 
 
-_MLA = dict(
+def _like(record: Family, name: str, model_types: tuple, config_class: str, defaults, **kw):
+    """A record that differs from ``record`` in its names and config class defaults."""
+    return dataclasses.replace(
+        record,
+        name=name,
+        model_types=model_types,
+        config_class=config_class,
+        defaults=defaults,
+        **kw,
+    )
+
+
+def _d(hidden, heads, layers, max_pos, theta, **extra) -> dict:
+    """Config class defaults: hidden_size, num_attention_heads, num_hidden_layers,
+    max_position_embeddings, rope_theta (``default_theta``), and others by name."""
+    out = {
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_hidden_layers": layers,
+        "max_position_embeddings": max_pos,
+        "rope_theta": theta,
+    }
+    out.update(extra)
+    return out
+
+
+_LLAMA = Family(
+    "llama",
+    ("llama",),
+    "LlamaConfig",
+    _d(4096, 32, 32, 2048, 10000.0),
+    honours_partial=False,
+    source=_tf("llama") + " (rotate_half over whole heads; the default RoPE ignores "
+    "partial_rotary_factor)",
+)
+_NEOX = Family(
+    "gpt_neox",
+    ("gpt_neox", "gptneox"),
+    "GPTNeoXConfig",
+    _d(6144, 64, 44, 2048, 10000.0, partial_rotary_factor=0.25),
+    source=_tf("gpt_neox") + " (rotary_pct becomes partial_rotary_factor, default 0.25)",
+)
+_MLA = Family(
+    "deepseek_v3",
+    ("deepseek_v3", "kimi_k2"),
+    "DeepseekV3Config",
+    _d(7168, 128, 61, 4096, 10000.0, qk_rope_head_dim=64, rope_interleave=True),
     width="qk_rope_head_dim",
-    rope_head_default=64,
     interleave_flag="rope_interleave",
-    flag_default=True,
     flag_output_order="half",
     query=("mla_mscale",),
+    source=_tf("deepseek_v3") + " (apply_rotary_pos_emb_interleave); kimi_k2 ships "
+    "DeepseekV3 code and Kimi_K25Config maps its text type kimi_k2 to deepseek_v3",
+)
+_INDEXER_V32 = Submodule(
+    "indexer",
+    "index_head_dim",
+    "qk_rope_head_dim",
+    pairing="half",
+    note=(
+        "transformers 5.24 (DeepseekV32Indexer) rotates the leading qk_rope_head_dim features "
+        "of each indexer head half-split (apply_rotary_pos_emb) with the attention's cos/sin; "
+        "DeepSeek's reference inference/model.py rotated them interleaved, like the attention, "
+        "until commit 8631a81 of deepseek-ai/DeepSeek-V3.2-Exp (2025-11: 'rope in indexer is "
+        "not interleaved'); vLLM follows the fix since vllm-project/vllm PR 28968 and SGLang "
+        "rotates the V3.2 indexer NeoX-style (is_neox_style, sgl-project/sglang PR 30342)"
+    ),
+)
+_INDEXER_AXK2 = Submodule(
+    "indexer",
+    "index_head_dim",
+    "qk_rope_head_dim",
+    pairing="half",
+    note=(
+        "transformers 5.24 (AXK2Indexer) rotates the leading qk_rope_head_dim features of each "
+        "indexer head half-split (apply_rotary_pos_emb) with the attention's cos/sin, unlike "
+        "the attention's interleaved rope head"
+    ),
+)
+_INDEXER_GLM = Submodule(
+    "indexer",
+    "index_head_dim",
+    "qk_rope_head_dim",
+    pairing="interleaved",
+    output_order="half",
+    layers_key="indexer_types",
+    runs_on=("full",),
+    ignored_flag="indexer_rope_interleave",
+    note=(
+        "transformers 5.24 (GlmMoeDsaIndexer) rotates the leading qk_rope_head_dim features "
+        "of each indexer head with apply_rotary_pos_emb_interleave (adjacent pairs in, half "
+        "order out) whatever the config key indexer_rope_interleave says (huggingface/"
+        "transformers PR 46842), unlike DeepSeek-V3.2's half-split indexer; vLLM reads "
+        "indexer_rope_interleave; layers whose indexer_types entry is 'shared' have no indexer "
+        "and reuse the previous full layer's top-k"
+    ),
+)
+_INDEXER_V4 = Submodule(
+    "indexer",
+    "index_head_dim",
+    "qk_rope_head_dim",
+    pairing="interleaved",
+    rotary_slice="trailing",
+    layer_types=("compressed_sparse_attention",),
+    rope_key="compress",
+    note=(
+        "transformers 5.24 (DeepseekV4Indexer) rotates the trailing qk_rope_head_dim features "
+        "of each indexer head (adjacent pairs, same order) with the 'compress' rope; the "
+        "compressor's keys are rotated at their compressed positions, which this record does "
+        "not tabulate"
+    ),
 )
 
 _RECORDS = (
-    # Half pairing, leading slice, one rope for every layer (the generic reading, listed so
-    # that they carry no "unknown family" note).
-    Family(
-        "llama",
-        (
-            "llama",
-            "mistral",
-            "mixtral",
-            "ministral",
-            "qwen2",
-            "qwen2_moe",
-            "qwen3",
-            "qwen3_moe",
-            "granite",
-            "olmo2",
-            "olmo3",
-            "starcoder2",
-            "falcon",
-            "gemma",
-            "gpt_oss",
-            "qwen3moe",
-            "gpt-oss",
-        ),
-        honours_partial=False,
-        source=_tf("llama") + " (rotate_half over whole heads; the default RoPE ignores "
-        "partial_rotary_factor)",
+    # Half pairing, leading slice, one rope for every layer.
+    _LLAMA,
+    _like(_LLAMA, "mistral", ("mistral",), "MistralConfig", _d(4096, 32, 32, 131072, 1e4)),
+    _like(_LLAMA, "mixtral", ("mixtral",), "MixtralConfig", _d(4096, 32, 32, 131072, 1e6)),
+    _like(_LLAMA, "ministral", ("ministral",), "MinistralConfig", _d(4096, 32, 32, 131072, 1e4)),
+    _like(_LLAMA, "qwen2", ("qwen2",), "Qwen2Config", _d(4096, 32, 32, 32768, 1e4)),
+    _like(_LLAMA, "qwen2_moe", ("qwen2_moe",), "Qwen2MoeConfig", _d(2048, 16, 24, 32768, 1e4)),
+    _like(_LLAMA, "qwen3", ("qwen3",), "Qwen3Config", _d(4096, 32, 32, 32768, 1e4, head_dim=128)),
+    _like(
+        _LLAMA,
+        "qwen3_moe",
+        ("qwen3_moe", "qwen3moe"),
+        "Qwen3MoeConfig",
+        _d(2048, 32, 24, 32768, 1e4),
     ),
-    Family(
+    _like(_LLAMA, "granite", ("granite",), "GraniteConfig", _d(4096, 32, 32, 2048, 1e4)),
+    _like(_LLAMA, "olmo2", ("olmo2",), "Olmo2Config", _d(4096, 32, 32, 2048, 1e4)),
+    _like(_LLAMA, "starcoder2", ("starcoder2",), "Starcoder2Config", _d(3072, 24, 30, 4096, 1e4)),
+    _like(_LLAMA, "falcon", ("falcon",), "FalconConfig", _d(4544, 71, 32, 2048, 1e4)),
+    _like(
+        _LLAMA,
+        "jetmoe",
+        ("jetmoe",),
+        "JetMoeConfig",
+        {
+            "hidden_size": 2048,
+            "num_attention_heads": 32,
+            "num_hidden_layers": 12,
+            "max_position_embeddings": 4096,
+            "rope_theta": 1e4,
+            "kv_channels": 128,
+        },
+        aliases={"head_dim": "kv_channels"},
+        source=_tf("jetmoe") + " (attribute_map: head_dim is kv_channels, the attention's "
+        "head width)",
+    ),
+    _like(_LLAMA, "gemma", ("gemma",), "GemmaConfig", _d(3072, 16, 28, 8192, 1e4, head_dim=256)),
+    _like(
+        _LLAMA,
+        "gpt_oss",
+        ("gpt_oss", "gpt-oss"),
+        "GptOssConfig",
+        _d(2880, 64, 36, 131072, 150000.0, head_dim=64),
+    ),
+    _like(
+        _LLAMA,
+        "apertus1p5_text",
+        ("apertus1p5_text",),
+        "Apertus1p5TextConfig",
+        _d(
+            4096,
+            32,
+            32,
+            65536,
+            12000000.0,
+            rope_parameters={
+                "rope_type": "llama3",
+                "rope_theta": 12000000.0,
+                "factor": 8.0,
+                "original_max_position_embeddings": 8192,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+            },
+        ),
+        source=_tf("apertus1p5") + " (rotate_half over whole heads; the class's own Llama 3 "
+        "block when the file gives none)",
+    ),
+    _like(
+        _LLAMA,
+        "aria_text",
+        ("aria_text",),
+        "AriaTextConfig",
+        _d(4096, 32, 32, 2048, 1e4),
+        source=_tf("aria") + " (rotate_half over whole heads)",
+    ),
+    _like(
+        _LLAMA,
+        "granite4_vision_text",
+        ("granite4_vision_text",),
+        "Granite4VisionTextConfig",
+        _d(4096, 32, 32, 2048, 1e4),
+        source=_tf("granite4_vision") + " (rotate_half over whole heads)",
+    ),
+    _like(
+        _LLAMA,
+        "granite_docling_text",
+        ("granite_docling_text",),
+        "GraniteDoclingTextConfig",
+        _d(1024, 16, 28, 32768, 1e4),
+        source=_tf("granite_docling") + " (rotate_half over whole heads)",
+    ),
+    _like(
+        _LLAMA,
+        "hyperclovax",
+        ("hyperclovax",),
+        "HyperCLOVAXConfig",
+        _d(4096, 32, 32, 2048, 1e4, head_dim=128),
+        source=_tf("hyperclovax") + " (rotate_half over whole heads)",
+    ),
+    _like(
+        _LLAMA,
+        "laguna",
+        ("laguna",),
+        "LagunaConfig",
+        _d(
+            2048,
+            48,
+            40,
+            131072,
+            1e4,
+            head_dim=128,
+            rope_parameters={
+                "full_attention": {
+                    "rope_type": "default",
+                    "rope_theta": 500000.0,
+                    "partial_rotary_factor": 0.5,
+                },
+                "sliding_attention": {
+                    "rope_type": "default",
+                    "rope_theta": 10000.0,
+                    "partial_rotary_factor": 1.0,
+                },
+            },
+        ),
+        honours_partial=True,
+        source=_tf("laguna") + " (a rope per layer type; the leading slice rotates)",
+    ),
+    _like(
+        _LLAMA,
+        "mellum",
+        ("mellum",),
+        "MellumConfig",
+        _d(
+            2304,
+            32,
+            28,
+            131072,
+            1e4,
+            head_dim=128,
+            rope_parameters={
+                "full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            },
+        ),
+        source=_tf("mellum") + " (a rope per layer type)",
+    ),
+    _like(
+        _LLAMA,
+        "mimo_v2_flash",
+        ("mimo_v2_flash",),
+        "MiMoV2FlashConfig",
+        _d(
+            4096,
+            64,
+            48,
+            131072,
+            1e4,
+            head_dim=192,
+            rope_parameters={
+                "full_attention": {
+                    "rope_type": "default",
+                    "rope_theta": 5000000.0,
+                    "partial_rotary_factor": 0.334,
+                },
+                "sliding_attention": {
+                    "rope_type": "default",
+                    "rope_theta": 10000.0,
+                    "partial_rotary_factor": 0.334,
+                },
+            },
+        ),
+        honours_partial=True,
+        layers="layer_types",
+        source=_tf("mimo_v2_flash") + " (a rope per layer type; the leading slice rotates)",
+    ),
+    _like(
+        _LLAMA,
+        "modernbert-decoder",
+        ("modernbert-decoder",),
+        "ModernBertDecoderConfig",
+        _d(
+            768,
+            12,
+            22,
+            8192,
+            160000.0,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 160000.0},
+            },
+        ),
+        layers="layer_types",
+        source=_tf("modernbert_decoder") + " (a rope per layer type)",
+    ),
+    _like(
+        _LLAMA,
+        "olmo3",
+        ("olmo3",),
+        "Olmo3Config",
+        _d(4096, 32, 32, 2048, 500000.0),
+        layers="sliding_full",
+        rope_form="olmo3",
+        source=_tf("olmo3") + " (a 4.x rope_scaling belongs to the full-attention layers, as "
+        "Olmo3Config.convert_rope_params_to_dict puts it)",
+    ),
+    _like(
+        _LLAMA,
         "hunyuan_v1_dense",
-        ("hunyuan_v1_dense", "hunyuan_v1_moe", "hunyuan-dense", "hunyuan-moe"),
-        honours_partial=False,
+        ("hunyuan_v1_dense", "hunyuan-dense"),
+        "HunYuanDenseV1Config",
+        _d(4096, 32, 32, 2048, 1e4),
         dynamic_alpha=True,
         source=_tf("hunyuan_v1_dense") + " (dynamic with alpha is the static ntk_alpha base)",
     ),
-    Family("phi3", ("phi3",), source=_tf("phi3") + " (rotates the leading slice)"),
-    Family("gpt_neox", ("gpt_neox", "gptneox"), partial_default=0.25, source=_tf("gpt_neox")),
-    Family("stablelm", ("stablelm",), partial_default=0.25, source=_tf("stablelm")),
-    Family("phi", ("phi", "phi2"), partial_default=0.5, source=_tf("phi")),
-    Family("persimmon", ("persimmon",), partial_default=0.5, source=_tf("persimmon")),
-    Family("nemotron", ("nemotron",), partial_default=0.5, source=_tf("nemotron")),
-    Family("glm4_moe", ("glm4_moe", "glm4moe"), partial_default=0.5, source=_tf("glm4_moe")),
+    _like(
+        _LLAMA,
+        "hunyuan_v1_moe",
+        ("hunyuan_v1_moe", "hunyuan-moe"),
+        "HunYuanMoEV1Config",
+        _d(4096, 32, 32, 2048, 1e4),
+        dynamic_alpha=True,
+        source=_tf("hunyuan_v1_moe") + " (dynamic with alpha is the static ntk_alpha base)",
+    ),
+    Family(
+        "phi3",
+        ("phi3",),
+        "Phi3Config",
+        _d(3072, 32, 32, 4096, 1e4),
+        source=_tf("phi3") + " (rotates the leading slice)",
+    ),
+    # Partial rotary (leading slice) with a class default for the factor.
+    _NEOX,
+    _like(
+        _NEOX,
+        "stablelm",
+        ("stablelm",),
+        "StableLmConfig",
+        _d(2560, 32, 32, 4096, 1e4, partial_rotary_factor=0.25),
+        source=_tf("stablelm"),
+    ),
+    _like(
+        _NEOX,
+        "phi",
+        ("phi", "phi2"),
+        "PhiConfig",
+        _d(2048, 32, 24, 2048, 1e4, partial_rotary_factor=0.5),
+        source=_tf("phi"),
+    ),
+    _like(
+        _NEOX,
+        "persimmon",
+        ("persimmon",),
+        "PersimmonConfig",
+        _d(4096, 64, 36, 16384, 1e4, partial_rotary_factor=0.5),
+        source=_tf("persimmon"),
+    ),
+    _like(
+        _NEOX,
+        "nemotron",
+        ("nemotron",),
+        "NemotronConfig",
+        _d(6144, 48, 32, 4096, 1e4, partial_rotary_factor=0.5),
+        source=_tf("nemotron"),
+    ),
+    _like(
+        _NEOX,
+        "glm4_moe",
+        ("glm4_moe", "glm4moe"),
+        "Glm4MoeConfig",
+        _d(4096, 96, 46, 131072, 1e4, partial_rotary_factor=0.5),
+        source=_tf("glm4_moe"),
+    ),
     Family(
         "minimax_m2",
         ("minimax_m2", "minimax-m2"),
+        "MiniMaxM2Config",
+        _d(3072, 48, 62, 196608, 5e6, head_dim=128),
         width="rotary_dim",
         source=_tf("minimax_m2") + " (partial_rotary_factor = rotary_dim / head_dim)",
     ),
     # Interleaved pairs.
     Family(
         "gptj",
-        ("gptj", "codegen"),
+        ("gptj",),
+        "GPTJConfig",
+        {"rotary_dim": 64, "n_embd": 4096, "n_head": 16, "n_layer": 28, "n_positions": 2048},
         width="rotary_dim",
         pairing="interleaved",
         base_from="gptj",
-        source=_tf("gptj") + ", codegen (rotate_every_two; base 10000 in the code)",
+        source=_tf("gptj") + " (rotate_every_two; base 10000 in the code)",
+    ),
+    Family(
+        "codegen",
+        ("codegen",),
+        "CodeGenConfig",
+        {"rotary_dim": 64, "n_embd": 4096, "n_head": 16, "n_layer": 28, "n_positions": 2048},
+        width="rotary_dim",
+        pairing="interleaved",
+        base_from="gptj",
+        source=_tf("codegen") + " (GPT-J's rotate_every_two; base 10000 in the code)",
     ),
     Family(
         "cohere",
         ("cohere", "command-r"),
+        "CohereConfig",
+        _d(8192, 64, 40, 8192, 500000.0),
         pairing="interleaved",
         honours_partial=False,
         source=_tf("cohere") + " (repeat_interleave of the frequencies)",
@@ -243,6 +792,8 @@ _RECORDS = (
     Family(
         "cohere2",
         ("cohere2",),
+        "Cohere2Config",
+        _d(8192, 64, 40, 8192, 1e4, sliding_window=4096, sliding_window_pattern=4),
         pairing="interleaved",
         honours_partial=False,
         layers="sliding_rope_only",
@@ -250,15 +801,25 @@ _RECORDS = (
     ),
     Family(
         "glm",
-        ("glm", "glm4"),
-        partial_default=0.5,
+        ("glm",),
+        "GlmConfig",
+        _d(4096, 32, 40, 131072, 1e4, head_dim=128, partial_rotary_factor=0.5),
         pairing="interleaved",
-        source=_tf("glm") + ", glm4 (adjacent pairs inside the leading slice)",
+        source=_tf("glm") + " (adjacent pairs inside the leading slice)",
+    ),
+    Family(
+        "glm4",
+        ("glm4",),
+        "Glm4Config",
+        _d(4096, 32, 40, 131072, 1e4, head_dim=128, partial_rotary_factor=0.5),
+        pairing="interleaved",
+        source=_tf("glm4") + " (adjacent pairs inside the leading slice)",
     ),
     Family(  # GLM's rotation with M-RoPE sections (the text model alone has none)
         "glm4v",
         ("glm4v", "glm4v_text"),
-        partial_default=0.5,
+        "Glm4vTextConfig",
+        _d(4096, 32, 40, 32768, 1e4),
         pairing="interleaved",
         mrope_layout="blocked",
         mrope_section=(8, 12, 12),
@@ -267,14 +828,150 @@ _RECORDS = (
     Family(
         "glm4v_moe",
         ("glm4v_moe", "glm4v_moe_text"),
-        partial_default=0.5,
+        "Glm4vMoeTextConfig",
+        _d(4096, 96, 46, 65536, 1e4, partial_rotary_factor=0.5),
         mrope_layout="blocked",
         mrope_section=(8, 12, 12),
         source=_tf("glm4v_moe") + " (rotate_half over the leading slice)",
     ),
+    Family(  # GLM-4.1V's text rotation, as GLM-OCR's decoder repeats it
+        "glm_ocr",
+        ("glm_ocr_text",),
+        "GlmOcrTextConfig",
+        _d(1024, 16, 16, 131072, 1e4),
+        pairing="interleaved",
+        mrope_layout="blocked",
+        mrope_section=(8, 12, 12),
+        source=_tf("glm_ocr") + " (adjacent pairs inside the leading slice, M-RoPE sections)",
+    ),
+    Family(  # GLM-4.1V-MoE's rotation (half pairs in the leading slice, M-RoPE sections)
+        "glm_image",
+        ("glm_image_text",),
+        "GlmImageTextConfig",
+        _d(4096, 32, 40, 131072, 1e4),
+        mrope_layout="blocked",
+        mrope_section=(8, 12, 12),
+        source=_tf("glm_image") + " (rotate_half over the leading slice, M-RoPE sections)",
+    ),
+    Family(
+        "moonshine_streaming",
+        ("moonshine_streaming",),
+        "MoonshineStreamingConfig",
+        _d(
+            320,
+            8,
+            6,
+            4096,
+            1e4,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "partial_rotary_factor": 0.8,
+            },
+        ),
+        pairing="interleaved",
+        source=_tf("moonshine_streaming") + " (the decoder's self-attention: adjacent pairs "
+        "inside the leading slice; the class's own rope block rotates 0.8 of each head)",
+    ),
+    Family(
+        "mllama_text",
+        ("mllama_text_model",),
+        "MllamaTextConfig",
+        _d(4096, 32, 40, 131072, 500000.0, cross_attention_layers=[3, 8, 13, 18, 23, 28, 33, 38]),
+        layers="cross_attention",
+        honours_partial=False,
+        source=_tf("mllama") + " (the layers of cross_attention_layers attend to the image "
+        "without RoPE)",
+    ),
+    Family(
+        "minimax",
+        ("minimax",),
+        "MiniMaxConfig",
+        _d(4096, 32, 32, 131072, 1e6),
+        layers="minimax",
+        honours_partial=False,
+        source=_tf("minimax") + " (RoPE on the full-attention layers; lightning attention "
+        "on the linear ones)",
+    ),
+    Family(
+        "olmo_hybrid",
+        ("olmo_hybrid",),
+        "OlmoHybridConfig",
+        _d(3840, 30, 32, 65536, 1e4),
+        layers="olmo_hybrid",
+        honours_partial=False,
+        source=_tf("olmo_hybrid") + " (RoPE on the full-attention layers when the rope's "
+        "base is set; gated DeltaNet on the linear ones)",
+    ),
+    Family(
+        "kolibri1",
+        ("kolibri1",),
+        "Kolibri1Config",
+        _d(2560, 48, 50, 262144, 1e4, head_dim=128, sliding_window=513),
+        layers="kolibri1",
+        honours_partial=False,
+        source=_tf("kolibri1") + " (RoPE on every layer without a sliding window, else on "
+        "the sliding layers only)",
+    ),
+    Family(
+        "helium",
+        ("helium",),
+        "HeliumConfig",
+        _d(2560, 20, 24, 4096, 100000.0, head_dim=128),
+        pairing="interleaved",
+        honours_partial=False,
+        source=_tf("helium") + " (GLM-style interleaved over the head)",
+    ),
+    *(
+        Family(
+            name,
+            (name,),
+            cls,
+            defaults,
+            width="hidden_over_heads",
+            pairing="interleaved",
+            honours_partial=False,
+            source=_tf("blt") + " (adjacent pairs over the head; the class sets head_dim to "
+            "hidden_size // num_attention_heads)",
+        )
+        for name, cls, defaults in (
+            ("blt_global_transformer", "BltGlobalTransformerConfig", _d(2048, 16, 25, 4096, 5e5)),
+            ("blt_local_decoder", "BltLocalDecoderConfig", _d(1024, 16, 9, 24576, 5e5)),
+            ("blt_local_encoder", "BltLocalEncoderConfig", _d(1024, 16, 1, 24576, 5e5)),
+            ("blt_patcher", "BltPatcherConfig", _d(768, 12, 14, 8192, 1e4)),
+        )
+    ),
+    Family(
+        "openai_privacy_filter",
+        ("openai_privacy_filter",),
+        "OpenAIPrivacyFilterConfig",
+        _d(
+            640,
+            14,
+            8,
+            131072,
+            150000.0,
+            head_dim=64,
+            rope_parameters={
+                "rope_type": "yarn",
+                "factor": 32.0,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "truncate": False,
+                "original_max_position_embeddings": 4096,
+                "rope_theta": 150000.0,
+            },
+        ),
+        pairing="interleaved",
+        honours_partial=False,
+        source=_tf("openai_privacy_filter") + " (even and odd features rotate as pairs, "
+        "written back interleaved; the class's own YaRN block when the file gives none)",
+    ),
     Family(
         "chatglm",
         ("chatglm",),
+        "ChatGLMConfig (THUDM's remote code)",
+        {},
         width="kv_channels",
         pairing="interleaved",
         base_from="rope_ratio",
@@ -283,14 +980,38 @@ _RECORDS = (
     ),
     Family(
         "ernie4_5",
-        ("ernie4_5", "ernie4_5_moe", "ernie4_5-moe"),
+        ("ernie4_5",),
+        "Ernie4_5Config",
+        _d(1024, 16, 18, 131072, 500000.0, head_dim=128),
         pairing="interleaved",
         honours_partial=False,
-        source=_tf("ernie4_5") + ", ernie4_5_moe (GLM-style interleaved over the head)",
+        source=_tf("ernie4_5") + " (GLM-style interleaved over the head)",
+    ),
+    Family(
+        "ernie4_5_moe",
+        ("ernie4_5_moe", "ernie4_5-moe"),
+        "Ernie4_5_MoeConfig",
+        _d(2560, 20, 28, 131072, 500000.0),
+        pairing="interleaved",
+        honours_partial=False,
+        source=_tf("ernie4_5_moe") + " (GLM-style interleaved over the head)",
     ),
     Family(
         "llama4",
         ("llama4", "llama4_text"),
+        "Llama4TextConfig",
+        _d(
+            5120,
+            40,
+            48,
+            131072,
+            500000.0,
+            head_dim=128,
+            no_rope_layer_interval=4,
+            attn_temperature_tuning=True,
+            floor_scale=8192,
+            attn_scale=0.1,
+        ),
         pairing="interleaved",
         honours_partial=False,
         layers="no_rope_layers",
@@ -301,107 +1022,372 @@ _RECORDS = (
     Family(
         "deepseek_v2",
         ("deepseek_v2", "deepseek2"),
+        "DeepseekV2Config",
+        _d(4096, 32, 32, 2048, 1e4, qk_rope_head_dim=64),
         width="qk_rope_head_dim",
-        rope_head_default=64,
         pairing="interleaved",
         query=("mla_mscale",),
         source=_tf("deepseek_v2") + " (complex form on adjacent pairs, same order out)",
     ),
-    Family(
-        "deepseek_v3",
-        ("deepseek_v3", "kimi_k2"),
-        **_MLA,
-        source=_tf("deepseek_v3") + " (apply_rotary_pos_emb_interleave); kimi_k2 ships "
-        "DeepseekV3 code",
+    _MLA,
+    _like(
+        _MLA,
+        "glm4_moe_lite",
+        ("glm4_moe_lite",),
+        "Glm4MoeLiteConfig",
+        _d(2048, 20, 47, 202752, 1e4, qk_rope_head_dim=64, rope_interleave=True),
+        source=_tf("glm4_moe_lite"),
     ),
-    Family("glm4_moe_lite", ("glm4_moe_lite",), **_MLA, source=_tf("glm4_moe_lite")),
-    Family(
+    _like(
+        _MLA,
         "mistral4",
         ("mistral4",),
-        **{**_MLA, "query": ("llama_4_scaling_beta", "mla_mscale")},
+        "Mistral4Config",
+        _d(4096, 32, 36, 1048576, 1e4, qk_rope_head_dim=64, rope_interleave=True),
+        query=("llama_4_scaling_beta", "mla_mscale"),
         source=_tf("mistral4"),
     ),
     Family(
         "longcat_flash",
         ("longcat_flash",),
+        "LongcatFlashConfig",
+        {
+            "hidden_size": 6144,
+            "num_attention_heads": 64,
+            "num_layers": 28,
+            "max_position_embeddings": 131072,
+            "rope_theta": 1e7,
+            "qk_rope_head_dim": 64,
+        },
+        layer_count=("num_layers", 2),
         width="qk_rope_head_dim",
-        rope_head_default=64,
         pairing="interleaved",
         output_order="half",
         query=("mla_mscale",),
-        source=_tf("longcat_flash") + " (always apply_rotary_pos_emb_interleave)",
+        source=_tf("longcat_flash") + " (always apply_rotary_pos_emb_interleave; two "
+        "attention layers per num_layers block)",
+    ),
+    _like(
+        _MLA,
+        "axk1",
+        ("axk1",),
+        "AXK1Config",
+        _d(7168, 64, 61, 32768, 1e4, qk_rope_head_dim=64, rope_interleave=True),
+        source=_tf("axk1") + " (DeepSeek-V3's MLA rope head and rope_interleave flag)",
+    ),
+    _like(
+        _MLA,
+        "youtu",
+        ("youtu",),
+        "YoutuConfig",
+        _d(2048, 16, 32, 131072, 1e4, qk_rope_head_dim=64, rope_interleave=True),
+        source=_tf("youtu") + " (DeepSeek-V3's MLA rope head and rope_interleave flag)",
+    ),
+    Family(
+        "minicpm3",
+        ("minicpm3",),
+        "MiniCPM3Config",
+        _d(2560, 40, 62, 32768, 1e4, qk_rope_head_dim=32),
+        width="qk_rope_head_dim",
+        query=("mla_mscale",),
+        source=_tf("minicpm3") + " (MLA rope head rotated half-split by apply_rotary_pos_emb)",
+    ),
+    Family(
+        "axk2",
+        ("axk2",),
+        "AXK2Config",
+        _d(2048, 32, 48, 131072, 1e4, qk_rope_head_dim=32, index_head_dim=128),
+        width="qk_rope_head_dim",
+        pairing="interleaved",
+        output_order="half",
+        layers="indexed",
+        query=("mla_mscale",),
+        submodules=(_INDEXER_AXK2,),
+        source=_tf("axk2") + " (DeepSeek-V3.2's layout: MLA rope head by "
+        "apply_rotary_pos_emb_interleave, a half-split DSA indexer)",
+    ),
+    Family(
+        "deepseek_v32",
+        ("deepseek_v32",),
+        "DeepseekV32Config",
+        _d(7168, 128, 61, 163840, 1e4, qk_rope_head_dim=64, index_head_dim=128),
+        width="qk_rope_head_dim",
+        pairing="interleaved",
+        output_order="half",
+        layers="indexed",
+        query=("mla_mscale",),
+        submodules=(_INDEXER_V32,),
+        source=_tf("deepseek_v32") + " (MLA rope head: apply_rotary_pos_emb_interleave, no "
+        "rope_interleave flag; DSA indexer: DeepseekV32Indexer)",
+    ),
+    Family(
+        "glm_moe_dsa",
+        ("glm_moe_dsa",),
+        "GlmMoeDsaConfig",
+        _d(6144, 64, 78, 202752, 1e4, qk_rope_head_dim=64, index_head_dim=128),
+        width="qk_rope_head_dim",
+        pairing="interleaved",
+        output_order="half",
+        layers="indexed",
+        query=("mla_mscale",),
+        submodules=(_INDEXER_GLM,),
+        source=_tf("glm_moe_dsa") + " (MLA rope head: apply_rotary_pos_emb_interleave; "
+        "GlmMoeDsaIndexer on 'full' indexer layers)",
+    ),
+    Family(
+        "kimi_linear",
+        ("kimi_linear",),
+        "KimiLinearConfig",
+        _d(2304, 32, 27, 1048576, 1e4, qk_rope_head_dim=64),
+        width="qk_rope_head_dim",
+        layers="kimi_linear",
+        source=_tf("kimi_linear") + " (no rotary module: the MLA layers are NoPE, the KDA "
+        "layers linear attention)",
     ),
     Family(
         "deepseek_v4",
         ("deepseek_v4",),
+        "DeepseekV4Config",
+        _d(
+            4096,
+            64,
+            43,
+            1048576,
+            1e4,
+            head_dim=512,
+            partial_rotary_factor=64 / 512,
+            compress_rope_theta=160000.0,
+            index_head_dim=128,
+            qk_rope_head_dim=64,
+        ),
         pairing="interleaved",
         rotary_slice="trailing",
         layers="deepseek_v4",
+        rope_form="deepseek_v4",
+        submodules=(_INDEXER_V4,),
         source=_tf("deepseek_v4") + " (trailing slice; sliding layers 'main', others 'compress')",
     ),
     # Per-layer schedules with half pairing.
-    Family("gemma2", ("gemma2",), layers="gemma2", honours_partial=False, source=_tf("gemma2")),
+    Family(
+        "gemma2",
+        ("gemma2",),
+        "Gemma2Config",
+        _d(2304, 8, 26, 8192, 1e4, head_dim=256),
+        layers="gemma2",
+        honours_partial=False,
+        source=_tf("gemma2"),
+    ),
     Family(
         "gemma3",
         ("gemma3", "gemma3_text"),
+        "Gemma3TextConfig",
+        _d(
+            2304,
+            8,
+            26,
+            131072,
+            1e6,
+            head_dim=256,
+            rope_local_base_freq=1e4,
+            sliding_window_pattern=6,
+        ),
         layers="gemma3",
+        rope_form="gemma3",
         honours_partial=False,
-        source=_tf("gemma3"),
+        source=_tf("gemma3") + " (default_theta global 1e6, local 1e4)",
     ),
     Family(
         "gemma4",
         ("gemma4", "gemma4_text"),
+        "Gemma4TextConfig",
+        _d(2304, 8, 30, 131072, 1e4, head_dim=256, global_head_dim=512, sliding_window_pattern=6),
         layers="gemma4",
         honours_partial=False,
         source=_tf("gemma4") + " (per_layer_config head widths; proportional full layers)",
     ),
     Family(
+        "afmoe",
+        ("afmoe",),
+        "AfmoeConfig",
+        _d(2048, 16, 32, 16384, 1e4, head_dim=128, global_attn_every_n_layers=4),
+        layers="afmoe",
+        honours_partial=False,
+        source=_tf("afmoe") + " (RoPE on the sliding-window layers only; every "
+        "global_attn_every_n_layers-th layer is full attention without RoPE)",
+    ),
+    Family(
+        "flint",
+        ("flint",),
+        "FlintConfig",
+        _d(2048, 32, 49, 262144, 1e4, head_dim=128, sliding_window=513),
+        layers="flint",
+        honours_partial=False,
+        source=_tf("flint") + " (RoPE where sliding_window applies; layers 0, 1, every 4th "
+        "from 1 and the last are full attention without RoPE)",
+    ),
+    Family(
         "smollm3",
         ("smollm3",),
+        "SmolLM3Config",
+        _d(2048, 16, 36, 32768, 2e6, no_rope_layer_interval=4),
         layers="no_rope_layers",
         honours_partial=False,
         source=_tf("smollm3"),
     ),
-    Family("exaone4", ("exaone4",), layers="exaone4", honours_partial=False, source=_tf("exaone4")),
+    Family(
+        "exaone4",
+        ("exaone4", "exaone4_5_text"),
+        "Exaone4Config",
+        _d(4096, 32, 32, 2048, 1e4, sliding_window=4096, sliding_window_pattern=4),
+        layers="exaone4",
+        honours_partial=False,
+        source=_tf("exaone4") + "; exaone4_5_text is EXAONE 4.5's text type, which "
+        "Exaone4_5_Config maps to exaone4",
+    ),
+    Family(
+        "exaone_moe",
+        ("exaone_moe",),
+        "ExaoneMoeConfig",
+        _d(4096, 32, 32, 2048, 1e4, sliding_window=4096, sliding_window_pattern=4),
+        layers="exaone4",
+        honours_partial=False,
+        source=_tf("exaone_moe") + " (EXAONE 4's rule: RoPE without a sliding window or on "
+        "sliding layers)",
+    ),
     Family(
         "qwen3_next",
         ("qwen3_next", "qwen3next"),
-        partial_default=0.25,
+        "Qwen3NextConfig",
+        _d(
+            2048,
+            16,
+            48,
+            32768,
+            1e4,
+            head_dim=256,
+            partial_rotary_factor=0.25,
+            full_attention_interval=4,
+        ),
         layers="linear_attention",
         source=_tf("qwen3_next"),
     ),
     Family(
         "qwen3_5",
-        ("qwen3_5", "qwen3_5_moe", "qwen35", "qwen35moe"),
-        partial_default=0.25,
+        ("qwen3_5", "qwen3_5_text", "qwen35"),
+        "Qwen3_5TextConfig",
+        _d(
+            4096,
+            16,
+            32,
+            32768,
+            1e4,
+            head_dim=256,
+            partial_rotary_factor=0.25,
+            full_attention_interval=4,
+        ),
         layers="linear_attention",
         mrope_layout="interleaved",
         mrope_section=(11, 11, 10),
-        source=_tf("qwen3_5") + " (interleaved M-RoPE sections)",
+        source=_tf("qwen3_5") + " (interleaved M-RoPE sections; linear-attention layers)",
+    ),
+    Family(
+        "qwen3_5_moe",
+        ("qwen3_5_moe", "qwen3_5_moe_text", "qwen35moe"),
+        "Qwen3_5MoeTextConfig",
+        _d(
+            2048,
+            16,
+            40,
+            32768,
+            1e4,
+            head_dim=256,
+            partial_rotary_factor=0.25,
+            full_attention_interval=4,
+        ),
+        layers="linear_attention",
+        mrope_layout="interleaved",
+        mrope_section=(11, 11, 10),
+        source=_tf("qwen3_5_moe") + " (interleaved M-RoPE sections; linear-attention layers)",
     ),
     Family(
         "ministral3",
         ("ministral3",),
+        "Ministral3Config",
+        _d(4096, 32, 34, 262144, 1e4, head_dim=128),
         query=("llama_4_scaling_beta",),
         honours_partial=False,
         source=_tf("ministral3"),
     ),
+    Family(
+        "lfm2",
+        ("lfm2",),
+        "Lfm2Config",
+        _d(2560, 32, 32, 128000, 1e6),
+        layers="conv_hybrid",
+        honours_partial=False,
+        source=_tf("lfm2") + " (conv layers have no attention; layer_types or full_attn_idxs)",
+    ),
+    Family(
+        "lfm2_moe",
+        ("lfm2_moe",),
+        "Lfm2MoeConfig",
+        _d(2048, 32, 32, 128000, 1e6),
+        layers="conv_hybrid",
+        honours_partial=False,
+        source=_tf("lfm2_moe") + " (conv layers have no attention)",
+    ),
+    Family(
+        "zamba2",
+        ("zamba2",),
+        "Zamba2Config",
+        _d(2560, 32, 54, 4096, 1e4, use_mem_rope=False),
+        width="zamba2",
+        layers="zamba2",
+        honours_partial=False,
+        source=_tf("zamba2") + " (the shared attention runs on the concatenation of the "
+        "hidden state and the embeddings: head 2 * hidden_size // num_attention_heads; RoPE "
+        "only with use_mem_rope)",
+    ),
     # Multimodal text decoders (M-RoPE; text positions reduce to 1-D RoPE).
     Family(
         "qwen2_vl",
-        ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2vl"),
+        ("qwen2_vl", "qwen2_vl_text", "qwen2vl"),
+        "Qwen2VLTextConfig",
+        _d(8192, 64, 80, 32768, 1e6),
         mrope_layout="blocked",
         mrope_section=(16, 24, 24),
         honours_partial=False,
-        source=_tf("qwen2_vl") + ", qwen2_5_vl",
+        source=_tf("qwen2_vl"),
+    ),
+    Family(
+        "qwen2_5_vl",
+        ("qwen2_5_vl", "qwen2_5_vl_text"),
+        "Qwen2_5_VLTextConfig",
+        _d(8192, 64, 80, 32768, 1e6),
+        mrope_layout="blocked",
+        mrope_section=(16, 24, 24),
+        honours_partial=False,
+        source=_tf("qwen2_5_vl"),
     ),
     Family(
         "qwen3_vl",
-        ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3vl", "qwen3vlmoe"),
+        ("qwen3_vl", "qwen3_vl_text", "qwen3vl"),
+        "Qwen3VLTextConfig",
+        _d(4096, 32, 32, 128000, 500000.0, head_dim=128),
         mrope_layout="interleaved",
         mrope_section=(24, 20, 20),
         honours_partial=False,
         source=_tf("qwen3_vl") + " (interleaved sections whatever mrope_interleaved says)",
+    ),
+    Family(
+        "qwen3_vl_moe",
+        ("qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3vlmoe"),
+        "Qwen3VLMoeTextConfig",
+        _d(2048, 16, 24, 128000, 500000.0),
+        mrope_layout="interleaved",
+        mrope_section=(24, 20, 20),
+        honours_partial=False,
+        source=_tf("qwen3_vl_moe") + " (interleaved sections whatever mrope_interleaved says)",
     ),
 )
 
@@ -409,6 +1395,183 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
     {model_type: fam for fam in _RECORDS for model_type in (fam.name, *fam.model_types)}
 )
 """``model_type`` (or GGUF architecture) -> :class:`Family`."""
+
+# Wrapper model type -> (its text decoder's model type, whether the type is fixed by the
+# wrapper's config class). From each transformers 5.24 config class's
+# ``sub_configs_defaults["text_config"]``: a fixed class reads ``text_config`` as its own type
+# whatever the dict says; otherwise the dict's ``model_type`` wins and this is the default.
+# Only wrappers whose text decoders can have RoPE are listed (CLIP-style text towers are not).
+WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
+    {
+        "apertus1p5": ("apertus1p5_text", True),
+        "aria": ("aria_text", True),
+        "granite4_vision": ("granite4_vision_text", True),
+        "granite_docling": ("granite_docling_text", True),
+        "hyperclovax_vision_v2": ("hyperclovax", False),
+        "audioflamingo3": ("qwen2", False),
+        "aya_vision": ("cohere2", False),
+        "cohere2_vision": ("cohere2", False),
+        "cosmos3_omni": ("qwen3_vl_text", False),
+        "deepseek_vl": ("llama", False),
+        "deepseek_vl_hybrid": ("llama", False),
+        "emu3": ("emu3_text_model", True),
+        "ernie4_5_vl_moe": ("ernie4_5_vl_moe_text", True),
+        "exaone4_5": ("exaone4", False),
+        "fast_vlm": ("qwen2", False),
+        "fun_asr_nano": ("qwen3", False),
+        "fuyu": ("persimmon", False),
+        "gemma3": ("gemma3_text", True),
+        "gemma3n": ("gemma3n_text", True),
+        "gemma4": ("gemma4_text", True),
+        "gemma4_assistant": ("gemma4_text", False),
+        "glm46v": ("glm4v_text", False),
+        "glm4v": ("glm4v_text", True),
+        "glm4v_moe": ("glm4v_moe_text", True),
+        "glm5_next": ("glm5_next_text", True),
+        "glm_image": ("glm_image_text", True),
+        "glm_ocr": ("glm_ocr_text", True),
+        "glmasr": ("llama", False),
+        "glmga": ("glm4v_text", False),
+        "got_ocr2": ("qwen2", False),
+        "granite_speech": ("granite", False),
+        "granite_speech_plus": ("granite", False),
+        "hunyuan_vl": ("hunyuan_vl_text", True),
+        "idefics2": ("mistral", False),
+        "idefics3": ("llama", False),
+        "internvl": ("qwen2", False),
+        "janus": ("llama", False),
+        "jev": ("qwen3_5_text", False),
+        "kimi_k25": ("deepseek_v3", False),
+        "lfm2_vl": ("lfm2", False),
+        "lfm3_vl": ("lfm3", False),
+        "lighton_ocr": ("qwen3", False),
+        "llama4": ("llama4_text", True),
+        "llava": ("llama", False),
+        "llava_next": ("llama", False),
+        "llava_next_video": ("llama", False),
+        "llava_onevision": ("qwen2", False),
+        "minicpm_ocr": ("qwen3_5_text", False),
+        "minicpmv4_6": ("qwen3_5_text", False),
+        "minicpmv4_7": ("qwen3_5_text", False),
+        "mistral3": ("mistral", False),
+        "mllama": ("mllama_text_model", True),
+        "molmo2": ("molmo2_text", True),
+        "moss_transcribe_diarize": ("qwen3", False),
+        "musicflamingo": ("qwen2", False),
+        "omniasr": ("llama", False),
+        "ovis2": ("qwen2", False),
+        "paddleocr_vl": ("paddleocr_vl_text", True),
+        "paligemma": ("gemma", False),
+        "perception_lm": ("llama", False),
+        "pp_chart2table": ("qwen2", False),
+        "qianfan_ocr": ("qwen3", False),
+        "qwen2_5_omni_thinker": ("qwen2_5_omni_text", True),
+        "qwen2_5_vl": ("qwen2_5_vl_text", True),
+        "qwen2_audio": ("qwen2", False),
+        "qwen2_vl": ("qwen2_vl_text", True),
+        "qwen3_5": ("qwen3_5_text", True),
+        "qwen3_5_moe": ("qwen3_5_moe_text", True),
+        "qwen3_asr": ("qwen3", False),
+        "qwen3_omni_moe_thinker": ("qwen3_omni_moe_text", True),
+        "qwen3_vl": ("qwen3_vl_text", True),
+        "qwen3_vl_moe": ("qwen3_vl_moe_text", True),
+        "shieldgemma2": ("gemma3_text", False),
+        "smolvlm": ("llama", False),
+        "vibevoice": ("qwen2", False),
+        "vibevoice_asr": ("qwen2", False),
+        "video_llama_3": ("qwen2", False),
+        "video_llava": ("llama", False),
+        "vipllava": ("llama", False),
+        "voxtral": ("llama", False),
+        "voxtral_realtime": ("voxtral_realtime_text", False),
+    }
+)
+
+# Text types a wrapper's config class renames before reading (``__post_init__``).
+WRAPPER_TEXT_ALIASES: Mapping[tuple[str, str], str] = MappingProxyType(
+    {("exaone4_5", "exaone4_5_text"): "exaone4", ("kimi_k25", "kimi_k2"): "deepseek_v3"}
+)
+
+# Wrappers whose config class fills missing text_config keys from its own defaults
+# (VoxtralConfig.__post_init__ merges sub_configs_defaults' init_kwargs into the dict).
+WRAPPER_TEXT_DEFAULTS: Mapping[str, Mapping] = MappingProxyType(
+    {
+        "voxtral": ReadOnlyDict(
+            {
+                "hidden_size": 3072,
+                "num_hidden_layers": 30,
+                "max_position_embeddings": 131072,
+                "rope_theta": 100000000.0,
+                "head_dim": 128,
+            }
+        )
+    }
+)
+
+
+TOWER_HINT = (
+    "if it is a vision or audio tower, its RoPE turns over patches or frames, not tokens: "
+    "refimpl.multiaxis.apply_rope_2d (patch grids), refimpl.audio.frame_times (audio frames)"
+)
+"""What a refusal of an unknown model type adds: the APIs for RoPE over positions that are not
+tokens."""
+
+# Model types transformers runs with a RoPE refimpl's specs cannot express: refused with what
+# the model does and the refimpl API that serves it, where one does.
+UNSUPPORTED: Mapping[str, str] = MappingProxyType(
+    {
+        "ernie4_5_vl_moe_text": (
+            "Ernie 4.5 VL's text decoder permutes its frequencies before rotating (the "
+            "height/width pairs take the even, then the odd frequencies of the leading "
+            "sections; time keeps the trailing ones: transformers 5.24 "
+            "Ernie4_5_VLMoeTextRotaryEmbedding, mrope_section default [22, 22, 20]), so even "
+            "text positions see a permuted RoPE; a RopeSpec's frequencies are its method's in "
+            "order, and refimpl's M-RoPE layouts (refimpl.multiaxis.mrope_cos_sin) do not "
+            "express the permutation"
+        ),
+        "qwen2_5_omni_dit": (
+            "Qwen2.5-Omni's token-to-wave DiT rotates the first attention head only, after "
+            "reordering its adjacent pairs into halves (transformers 5.24 DiTAttention: "
+            "query[:, :1] through deinterleave_head_dim and apply_rotary_pos_emb) over mel "
+            "frames (positions in seconds: refimpl.audio.frame_times); a RopeSpec rotates "
+            "every head alike"
+        ),
+        "hrm_text": (
+            "HRM-Text applies its two stacks of num_layers_per_stack blocks H_cycles x "
+            "(L_cycles + 1) times, and its config class rewrites num_hidden_layers from the "
+            "per-stack count to that number of attention calls on first construction, so a "
+            "file's num_hidden_layers means either; every call rotates with the one RoPE of "
+            "its rope fields"
+        ),
+        "nanochat": (
+            "NanoChat's rotate_half returns (x2, -x1), so each pair turns by -theta_i * p "
+            "(clockwise: transformers 5.24 modeling_nanochat), the transpose of RoPE's "
+            "rotation; a RopeSpec turns by +theta_i * p and has no direction, so refimpl "
+            "would give the wrong sign of every sine"
+        ),
+    }
+)
+
+
+# Model types whose rotary module turns over positions that are not tokens: refimpl's schedule
+# reader describes text decoders; these build a RopeSpec and give it their own positions.
+TOWERS: Mapping[str, str] = MappingProxyType(
+    {
+        "neucodec": "audio frames (NeuCodec's codec transformer)",
+        "pe_audio_encoder": "audio frames (Perception Encoder audio)",
+        "pe_video_encoder": "video frames (Perception Encoder video)",
+        "pe_audio_video_encoder": "audio and video frames (Perception Encoder audio-video)",
+        "timesfm2_5": "time-series patches (TimesFM 2.5)",
+        "nemotron3_5_transcribe_word_timestamp": (
+            "audio frames and word positions (Nemotron 3.5 Transcribe's word-timestamp head)"
+        ),
+        "efficientloftr": "image feature grids (EfficientLoFTR's 2-D RoPE)",
+        "moonshine": (
+            "audio frames in its encoder and tokens in its decoder (Moonshine: each has its "
+            "own encoder_* and decoder_* keys)"
+        ),
+    }
+)
 
 
 def family_for(model_type) -> Family | None:
@@ -428,528 +1591,159 @@ def family_for(model_type) -> Family | None:
     return FAMILIES.get(model_type)
 
 
-# --------------------------------------------------------------------------- config values
+# --------------------------------------------------------------------------- which record
 
 
-def config_int(cfg: Mapping, key: str, *, minimum: int = 1, maximum: int | None = None):
-    """``cfg[key]`` as an int (None when absent or null); JSON's ``8.0`` is accepted, a
-    boolean, a fraction, NaN or inf is refused with the key's name."""
-    value = cfg.get(key)
-    if value is None:
-        return None
-    return check_int(
-        value, f"config key {key}", minimum=minimum, maximum=maximum, integral_float=True
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """Which family reads a config, and why.
+
+    Attributes
+    ----------
+    family : Family or None
+        None: the generic reading (one RoPE for every layer, half pairing).
+    cfg : ConfigView
+        The decoder's config (a wrapper's ``text_config``) through the family's defaults.
+    model_type : str or None
+        The decoder's model type as read.
+    reason : str
+        One line: the family and the key that chose it, or why the generic reading applies.
+    """
+
+    family: Family | None
+    cfg: ConfigView
+    model_type: str | None
+    reason: str
+
+
+def _text_of(cfg: dict, notes: list) -> tuple[dict, str | None, str]:
+    """The decoder's config of a (multimodal) config: ``(dict, model type, how found)``."""
+    top = cfg.get("model_type")
+    if top is not None and not isinstance(top, str):
+        raise TypeError(f"config key model_type must be a string, got {top!r}")
+    text = cfg.get("text_config")
+    if text is None:
+        return cfg, top, f"model_type {top!r}" if top is not None else "no model_type"
+    if not isinstance(text, dict):
+        raise TypeError(f"config key text_config must be an object, got {text!r}")
+    inner = text.get("model_type")
+    if inner is not None and not isinstance(inner, str):
+        raise TypeError(f"config key text_config.model_type must be a string, got {inner!r}")
+    wrapper = WRAPPERS.get(top)
+    out = dict(text)
+    if wrapper is not None:
+        default, fixed = wrapper
+        kind = inner if inner is not None and not fixed else default
+        alias = WRAPPER_TEXT_ALIASES.get((top, kind))
+        how = f"text_config of {top!r} ({'its fixed text type' if fixed else 'model_type'} "
+        how += f"{kind!r}" + (f", which {top!r} maps to {alias!r}" if alias else "") + ")"
+        if inner is None and not fixed:
+            how = f"text_config of {top!r} (no model_type: the wrapper's default {kind!r})"
+        kind = alias or kind
+        for key, value in WRAPPER_TEXT_DEFAULTS.get(top, {}).items():
+            if key not in out:
+                out[key] = value
+                notes.append(f"no text_config.{key}: {value!r} ({top}'s text default)")
+    elif top in FAMILIES:
+        raise ValueError(
+            f"config key text_config beside model_type {top!r}: {top!r} is a decoder "
+            f"({FAMILIES[top].config_class}), whose class ignores text_config and builds the "
+            "decoder from the top-level keys and its defaults; a multimodal file names its "
+            "wrapper's model_type at top level (refimpl.families.WRAPPERS), a decoder's file "
+            "has no text_config"
+        )
+    elif inner is not None:
+        kind, how = inner, f"text_config model_type {inner!r} (wrapper {top!r})"
+    else:
+        raise ValueError(
+            f"config has a text_config without model_type and its model_type {top!r} is not "
+            "a wrapper refimpl knows: the decoder's family is unknown; give "
+            "text_config.model_type"
+        )
+    ignored = sorted(k for k in ("rope_parameters", "rope_scaling", "rope_theta") if k in cfg)
+    if ignored:
+        notes.append(
+            f"top-level {ignored} ignored: transformers 5.x reads the decoder's RoPE from "
+            "text_config when the config has one"
+        )
+    out["model_type"] = kind
+    notes.append("RoPE read from text_config")
+    return out, kind, how
+
+
+def resolve(cfg: dict, notes: list) -> Reading:
+    """The family that reads a config, and its view of the decoder's keys.
+
+    Parameters
+    ----------
+    cfg : dict
+        A loaded ``config.json``.
+    notes : list of str
+        Notes (defaults applied, keys ignored) are appended here.
+
+    Returns
+    -------
+    Reading
+
+    Raises
+    ------
+    ValueError
+        An unknown ``model_type`` whose config carries a marker of per-layer or non-RoPE
+        structure (:data:`MARKERS`; the message names the key), a ``text_config`` of an
+        unknown type, or JSON nested too deeply.
+
+    Examples
+    --------
+    >>> r = resolve({"model_type": "gemma3", "text_config": {"head_dim": 128}}, [])
+    >>> r.family.name, r.cfg["head_dim"], r.cfg["rope_local_base_freq"]
+    ('gemma3', 128, 10000.0)
+    >>> r.reason.split(": ")[1]
+    'record gemma3 (Gemma3TextConfig)'
+    >>> resolve({"hidden_size": 64, "num_attention_heads": 4}, []).family is None
+    True
+    """
+    text, model_type, how = _text_of(cfg, notes)
+    if model_type in UNSUPPORTED:
+        raise ValueError(f"model_type {model_type!r}: {UNSUPPORTED[model_type]}")
+    if model_type in TOWERS:
+        raise ValueError(
+            f"model_type {model_type!r} is not a text decoder: its RoPE turns over "
+            f"{TOWERS[model_type]}, not token positions; build a refimpl.RopeSpec of its head "
+            "width and base and give it those positions (audio frames in seconds: "
+            "refimpl.audio.frame_times; patch grids: refimpl.multiaxis.apply_rope_2d)"
+        )
+    family = family_for(model_type)
+    if family is not None:
+        for alias, key in family.aliases.items():
+            if alias not in text and key in text:
+                text[alias] = text[key]
+                notes.append(f"{key} read as {alias} ({family.config_class}'s attribute_map)")
+        view = ConfigView(text, family.defaults, family.config_class, notes)
+        reason = f"{how}: record {family.name} ({family.config_class})"
+        return Reading(family, view, model_type, reason)
+    if "text_config" in cfg and model_type is not None:
+        raise ValueError(
+            f"text_config has model_type {model_type!r}, which is not in refimpl's family "
+            "table: its layers, widths and pairing are unknown"
+        )
+    marker = marker_of(text)
+    which = "no model_type" if model_type is None else f"model_type {model_type!r}"
+    if marker is not None:
+        api = next((v for k, v in MARKER_APIS.items() if marker == f"config key {k}"), None)
+        serve = (
+            f"; a vision or audio encoder's RoPE is served by {api}" if api else f"; {TOWER_HINT}"
+        )
+        raise ValueError(
+            f"{which} is not in refimpl's family table and the config has {marker}, a sign of "
+            "per-layer or non-RoPE structure that the generic reading (one RoPE for every "
+            f"layer) would silently get wrong; refimpl needs a family record for it{serve}"
+        )
+    notes.append(
+        f"{which} (not in refimpl's family table): generic reading (head_dim or "
+        "hidden_size // num_attention_heads, half pairing, leading slice, every layer alike)"
     )
-
-
-def config_real(cfg: Mapping, key: str, default=None):
-    """``cfg[key]`` as a finite float (``default`` when absent or null)."""
-    value = cfg.get(key)
-    if value is None:
-        return default
-    return check_real(value, f"config key {key}")
-
-
-def config_flag(cfg: Mapping, key: str, default=None):
-    """``cfg[key]`` as a bool (``default`` when absent or null); only true/false accepted."""
-    value = cfg.get(key)
-    if value is None:
-        return default
-    return check_flag(value, f"config key {key}")
-
-
-# --------------------------------------------------------------------------- widths
-
-
-@dataclasses.dataclass(frozen=True)
-class Widths:
-    """Head width, rotated width and the first rotated feature of one layer's heads."""
-
-    head_dim: int
-    rotary_dim: int
-    rotary_offset: int = 0
-
-
-def _head_dim(cfg: Mapping, notes: list) -> int:
-    """``head_dim``, else ``hidden_size // num_attention_heads`` (or GPT-J's n_embd/n_head)."""
-    head_dim = config_int(cfg, "head_dim", maximum=MAX_DIM)
-    if head_dim is not None:
-        return head_dim
-    if "head_dim" in cfg:
-        notes.append("head_dim is null: using hidden_size // num_attention_heads")
-    hs_key = "hidden_size" if "hidden_size" in cfg else "n_embd"
-    nh_key = "num_attention_heads" if "num_attention_heads" in cfg else "n_head"
-    hs = config_int(cfg, hs_key, maximum=MAX_DIM * 1024)
-    nh = config_int(cfg, nh_key, maximum=MAX_DIM)
-    if hs is None or nh is None:
-        raise ValueError(
-            "config needs head_dim, or hidden_size and num_attention_heads (n_embd and "
-            "n_head), to size RoPE"
-        )
-    if hs % nh:
-        raise ValueError(
-            f"config key {hs_key}={hs} is not divisible by {nh_key}={nh}; give head_dim"
-        )
-    return hs // nh
-
-
-def _check_rotary(rotary: int, head_dim: int, offset: int, what: str) -> Widths:
-    if rotary < 2 or rotary % 2:
-        raise ValueError(f"rotary width {what} = {rotary} must be even and >= 2")
-    if offset + rotary > head_dim:
-        raise ValueError(
-            f"rotary width {what} = {rotary} at offset {offset} exceeds the head width {head_dim}"
-        )
-    return Widths(head_dim, rotary, offset)
-
-
-def rotary_widths(
-    family: Family | None, cfg: Mapping, partial, notes: list, *, head_dim: int | None = None
-) -> Widths:
-    """The widths of one layer: the family's width source, or ``head_dim`` times ``partial``.
-
-    Parameters
-    ----------
-    family : Family or None
-    cfg : mapping
-        The (text) config.
-    partial : float or None
-        ``partial_rotary_factor`` as read from the config (None: absent).
-    notes : list of str
-        Defaults applied are appended here.
-    head_dim : int, optional
-        A per-layer head width (Gemma 4's full-attention layers) that replaces the config's.
-
-    Examples
-    --------
-    >>> rotary_widths(family_for("deepseek_v3"), {"qk_rope_head_dim": 64,
-    ...               "qk_nope_head_dim": 128, "head_dim": 192}, None, [])
-    Widths(head_dim=64, rotary_dim=64, rotary_offset=0)
-    >>> rotary_widths(family_for("glm"), {"head_dim": 128}, None, [])
-    Widths(head_dim=128, rotary_dim=64, rotary_offset=0)
-    """
-    source = family.width if family is not None else "head_dim"
-    if source == "qk_rope_head_dim":
-        rope = config_int(cfg, "qk_rope_head_dim", maximum=MAX_DIM)
-        if rope is None and "qk_rope_head_dim" not in cfg and family.rope_head_default:
-            rope = family.rope_head_default
-            notes.append(f"no qk_rope_head_dim: {rope} ({family.name}'s config default)")
-        if rope is None:
-            raise ValueError(
-                f"{family.name} (multi-head latent attention) needs config key "
-                "qk_rope_head_dim: RoPE rotates only that decoupled part of each query and key"
-            )
-        notes.append(
-            f"{family.name}: the spec is the decoupled rope head q_pe/k_pe ({rope} features), "
-            "which follows the qk_nope_head_dim features in the attention's q/k head"
-        )
-        return _check_rotary(rope, rope, 0, "qk_rope_head_dim")
-    if source == "kv_channels":
-        width = config_int(cfg, "kv_channels", maximum=MAX_DIM) or _head_dim(cfg, notes)
-        return _check_rotary(width // 2, width, 0, "kv_channels // 2")
-    d = head_dim if head_dim is not None else _head_dim(cfg, notes)
-    if source == "rotary_dim":
-        rotary = config_int(cfg, "rotary_dim", maximum=MAX_DIM)
-        if rotary is None and family.name == "gptj":
-            if "rotary_dim" in cfg:
-                raise ValueError(
-                    "config key rotary_dim is null: GPT-J's code then sizes its tables by "
-                    "n_embd, not the head, and cannot rotate a head; give rotary_dim"
-                )
-            rotary = 64
-            notes.append("no rotary_dim: 64 (GPTJConfig's default)")
-        if rotary is not None:
-            if partial is not None and int(d * partial) != rotary:
-                raise ValueError(
-                    f"config gives rotary_dim={rotary} and partial_rotary_factor={partial}, "
-                    f"which disagree for head_dim={d}"
-                )
-            return _check_rotary(rotary, d, 0, "rotary_dim")
-    if partial is None and family is not None and family.partial_default is not None:
-        partial = family.partial_default
-        notes.append(
-            f"no partial_rotary_factor: {partial:g} ({family.name}'s config default in "
-            "transformers)"
-        )
-    partial = 1.0 if partial is None else partial
-    rotary = int(d * partial)
-    offset = d - rotary if family is not None and family.rotary_slice == "trailing" else 0
-    return _check_rotary(rotary, d, offset, f"int(head_dim * partial_rotary_factor) for {d}")
-
-
-def pairing_and_order(family: Family | None, cfg: Mapping, notes: list) -> tuple[str, str]:
-    """``(pairing, output_order)`` of a family, an explicit interleave flag winning.
-
-    Examples
-    --------
-    >>> pairing_and_order(family_for("deepseek_v3"), {"rope_interleave": False}, [])
-    ('half', 'same')
-    >>> pairing_and_order(family_for("deepseek_v3"), {}, [])
-    ('interleaved', 'half')
-    """
-    if family is None:
-        return "half", "same"
-    if family.interleave_flag is not None:
-        flag = config_flag(cfg, family.interleave_flag)
-        if flag is None:
-            flag = family.flag_default
-            notes.append(f"no {family.interleave_flag}: {str(flag).lower()} ({family.name})")
-        if flag:
-            return "interleaved", family.flag_output_order
-        return "half", "same"
-    return family.pairing, family.output_order
-
-
-# --------------------------------------------------------------------------- layers
-
-
-@dataclasses.dataclass(frozen=True)
-class LayerPlan:
-    """One layer as the family's code builds it.
-
-    ``rope_key`` names the entry of a nested ``rope_parameters`` the layer reads (its layer
-    type, or DeepSeek-V4's ``main``/``compress`` label); ``uses_rope`` False is a NoPE layer;
-    ``head_dim`` overrides the config's head width (Gemma 4 full-attention layers).
-    """
-
-    index: int
-    layer_type: str
-    rope_key: str
-    uses_rope: bool = True
-    head_dim: int | None = None
-
-
-def _num_layers(cfg: Mapping, notes: list) -> int | None:
-    for key in ("num_hidden_layers", "n_layer", "num_layers"):
-        n = config_int(cfg, key, maximum=100_000)
-        if n is not None:
-            return n
-    return None
-
-
-def _pattern_types(n: int, pattern: int, hit: str, other: str) -> list[str]:
-    """``other`` where ``(i + 1) % pattern`` is non-zero, ``hit`` at every ``pattern``-th."""
-    return [other if (i + 1) % pattern else hit for i in range(n)]
-
-
-def _layer_types(cfg: Mapping, family: Family | None, n: int | None, notes: list):
-    """``layer_types`` of the config, or the family's default pattern (None if unknown)."""
-    types = cfg.get("layer_types")
-    if types is not None:
-        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
-            raise TypeError("config key layer_types must be a list of strings")
-        if n is not None and len(types) != n:
-            raise ValueError(
-                f"config key layer_types has {len(types)} entries but num_hidden_layers={n}"
-            )
-        return list(types)
-    rule = family.layers if family is not None else "uniform"
-    if n is None or rule in ("uniform", "no_rope_layers", "deepseek_v4"):
-        return None
-    if rule == "gemma2":  # every other layer is full attention, one rope for both
-        return _pattern_types(n, 2, "full_attention", "sliding_attention")
-    key, default, hit, other = {
-        "gemma3": ("sliding_window_pattern", 6, "full_attention", "sliding_attention"),
-        "gemma4": ("sliding_window_pattern", 6, "full_attention", "sliding_attention"),
-        "sliding_rope_only": ("sliding_window_pattern", 4, "full_attention", "sliding_attention"),
-        "exaone4": ("sliding_window_pattern", 4, "full_attention", "sliding_attention"),
-        "linear_attention": ("full_attention_interval", 4, "full_attention", "linear_attention"),
-    }[rule]
-    pattern = config_int(cfg, key, maximum=100_000)
-    if pattern is None:
-        pattern = default
-        notes.append(f"no layer_types nor {key}: every {default}th layer is {hit}")
-    types = _pattern_types(n, pattern, hit, other)
-    if rule == "gemma4" and types and types[-1] != "full_attention":
-        types[-1] = "full_attention"
-        notes.append("gemma4: the last layer is full attention (as transformers forces)")
-    return types
-
-
-def _no_rope_flags(cfg: Mapping, family: Family, n: int | None, notes: list) -> list[bool]:
-    flags = cfg.get("no_rope_layers")
-    if flags is not None and not isinstance(flags, list):
-        raise TypeError("config key no_rope_layers must be a list of 0/1 entries")
-    # Llama 4 replaces an empty list by the interval rule; SmolLM3 only a missing one.
-    if flags is None or (not flags and family.name == "llama4"):
-        interval = config_int(cfg, "no_rope_layer_interval", maximum=100_000)
-        if interval is None:
-            interval = 4
-            notes.append("no no_rope_layers nor no_rope_layer_interval: every 4th layer is NoPE")
-        if n is None:
-            raise ValueError(
-                f"{family.name}: the NoPE layers follow no_rope_layer_interval, which needs "
-                "num_hidden_layers"
-            )
-        return [(i + 1) % interval != 0 for i in range(n)]
-    out = []
-    for i, v in enumerate(flags):
-        if isinstance(v, bool) or v not in (0, 1):
-            raise ValueError(
-                f"config key no_rope_layers[{i}] must be 1 (RoPE) or 0 (NoPE), got {v!r}"
-            )
-        out.append(v == 1)
-    if n is not None and len(out) != n:
-        raise ValueError(
-            f"config key no_rope_layers has {len(out)} entries but num_hidden_layers={n}"
-        )
-    return out
-
-
-def _gemma4_head_dims(cfg: Mapping, types: list[str], notes: list) -> list[int | None]:
-    per_layer = cfg.get("per_layer_config")
-    if per_layer is not None:
-        if not isinstance(per_layer, dict):
-            raise TypeError("config key per_layer_config must be an object (layer -> overrides)")
-        dims: list[int | None] = [None] * len(types)
-        for key, override in per_layer.items():
-            idx = check_int(key if not isinstance(key, str) else _int_key(key), "per_layer_config")
-            if not 0 <= idx < len(types):
-                raise ValueError(f"config key per_layer_config names layer {idx} of {len(types)}")
-            if not isinstance(override, dict):
-                raise TypeError(f"config key per_layer_config[{key}] must be an object")
-            dims[idx] = config_int(override, "head_dim", maximum=MAX_DIM)
-        return dims
-    width = config_int(cfg, "global_head_dim", maximum=MAX_DIM)
-    if width is None:
-        width = 512
-        notes.append("gemma4: no global_head_dim: full-attention heads are 512 wide")
-    return [width if t == "full_attention" else None for t in types]
-
-
-def _int_key(key: str) -> int:
-    try:
-        return int(key)
-    except ValueError:
-        raise ValueError(f"config key per_layer_config has a non-integer layer {key!r}") from None
-
-
-def layer_plan(
-    family: Family | None, cfg: Mapping, notes: list, *, need_layers: bool = True
-) -> list[LayerPlan]:
-    """Every layer of the model as the family's code builds it.
-
-    A config without a layer count gives one entry standing for every layer (layer type
-    ``"all"``) when the family's layers are alike; with per-layer rules it is an error, or,
-    with ``need_layers=False`` (one spec is asked for), the entry stands for the layers that
-    apply RoPE.
-
-    Examples
-    --------
-    >>> plan = layer_plan(family_for("llama4"), {"num_hidden_layers": 4}, [])
-    >>> [p.uses_rope for p in plan]
-    [True, True, True, False]
-    """
-    n = _num_layers(cfg, notes)
-    types = _layer_types(cfg, family, n, notes)
-    if types is not None:
-        n = len(types)
-    rule = family.layers if family is not None else "uniform"
-    if n is None:
-        if rule not in ("uniform", "gemma2") and need_layers:
-            raise ValueError(
-                f"{family.name} has per-layer rules ({rule}); the config needs "
-                "num_hidden_layers or layer_types"
-            )
-        if rule in ("uniform", "gemma2"):
-            notes.append("no num_hidden_layers: one entry stands for every layer")
-        else:
-            notes.append(
-                f"no num_hidden_layers: {family.name}'s per-layer rule ({rule}) is not applied; "
-                "the spec is that of its RoPE layers"
-            )
-        return [LayerPlan(0, "all", "all")]
-    types = types or ["full_attention"] * n
-    if rule == "no_rope_layers":
-        flags = _no_rope_flags(cfg, family, n, notes)
-        return [LayerPlan(i, types[i], types[i], flags[i]) for i in range(n)]
-    if rule == "sliding_rope_only":
-        window = cfg.get("sliding_window")
-        if window is None:
-            notes.append("cohere2 with sliding_window null: no layer applies RoPE")
-        uses = [t == "sliding_attention" and window is not None for t in types]
-        return [LayerPlan(i, types[i], types[i], uses[i]) for i in range(n)]
-    if rule == "exaone4":
-        everywhere = cfg.get("sliding_window") is None
-        return [
-            LayerPlan(i, t, t, everywhere or t == "sliding_attention") for i, t in enumerate(types)
-        ]
-    if rule == "linear_attention":
-        return [LayerPlan(i, t, t, t != "linear_attention") for i, t in enumerate(types)]
-    if rule == "deepseek_v4":
-        return _deepseek_v4_plan(cfg, types if cfg.get("layer_types") else None, n)
-    if rule == "gemma4":
-        dims = _gemma4_head_dims(cfg, types, notes)
-        return [LayerPlan(i, t, t, True, dims[i]) for i, t in enumerate(types)]
-    return [LayerPlan(i, t, t) for i, t in enumerate(types)]
-
-
-def _deepseek_v4_plan(cfg: Mapping, types, n: int) -> list[LayerPlan]:
-    if types is None:
-        ratios = cfg.get("compress_ratios")
-        table = {0: "sliding_attention", 4: "compressed_sparse_attention"}
-        table[128] = "heavily_compressed_attention"
-        if not isinstance(ratios, list) or any(r not in table for r in ratios):
-            raise ValueError(
-                "deepseek_v4 needs config key layer_types (or compress_ratios of 0/4/128) to "
-                "say which layers use the 'main' and which the 'compress' rope"
-            )
-        types = [table[r] for r in ratios]
-    labels = ["main" if t == "sliding_attention" else "compress" for t in types]
-    return [LayerPlan(i, t, labels[i]) for i, t in enumerate(types)]
-
-
-# --------------------------------------------------------------------------- query scaling
-
-
-def _mscale(factor: float, m: float) -> float:
-    """YaRN's magnitude ``0.1 m ln s + 1`` (1 for ``s <= 1``)."""
-    if factor <= 1.0:
-        return 1.0
-    return 0.1 * m * math.log(factor) + 1.0  # [eq:config-mla-softmax-scale]
-
-
-@dataclasses.dataclass(frozen=True)
-class QueryScaling:
-    """A position-dependent factor on the queries and a constant factor on the softmax scale.
-
-    Calling it on positions returns the factor each query row is multiplied by, after RoPE
-    (float64, shape ``(seq,)``); ``softmax_scale`` multiplies the attention's
-    ``1/sqrt(d_qk)``.
-
-    Kinds (:data:`QUERY_SCALINGS`):
-
-    * ``"llama4_temperature"`` (Llama 4 NoPE layers, ``floor_scale`` F, ``attn_scale`` a):
-      :math:`1 + a\\,\\ln(\\lfloor (p+1)/F \\rfloor + 1)`, where transformers takes
-      :math:`p` as the token's place in the cache (``arange(seq) + cached length``), not
-      ``position_ids``;
-    * ``"llama_4_scaling_beta"`` (Ministral 3, Mistral 4; ``beta`` β,
-      ``original_max_position`` L0): :math:`1 + \\beta\\,\\ln(1 + \\lfloor p/L_0 \\rfloor)`;
-    * ``"softmax_scale"``: 1 at every position (only ``softmax_scale`` differs from 1).
-
-    Examples
-    --------
-    >>> q = QueryScaling("llama4_temperature", {"floor_scale": 8192, "attn_scale": 0.1})
-    >>> q([0, 8190, 8191]).round(6)
-    array([1.      , 1.      , 1.069315])
-    """
-
-    kind: str
-    params: Mapping = dataclasses.field(default_factory=dict)
-    softmax_scale: float = 1.0
-
-    def __post_init__(self):
-        if self.kind not in QUERY_SCALINGS:
-            raise ValueError(f"kind must be one of {QUERY_SCALINGS}, got {self.kind!r}")
-        need = {
-            "llama4_temperature": ("floor_scale", "attn_scale"),
-            "llama_4_scaling_beta": ("beta", "original_max_position"),
-            "softmax_scale": (),
-        }[self.kind]
-        params = dict(self.params)
-        if sorted(params) != sorted(need):
-            raise ValueError(f"{self.kind} takes params {list(need)}, got {sorted(params)}")
-        for key in need:
-            check_real(params[key], f"params[{key!r}]")
-        if "floor_scale" in params or "original_max_position" in params:
-            length = params.get("floor_scale", params.get("original_max_position"))
-            if check_real(length, "params length") <= 0:
-                raise ValueError(f"{self.kind}: the length scale must be positive, got {length}")
-        scale = check_real(self.softmax_scale, "softmax_scale")
-        if scale <= 0:
-            raise ValueError(f"softmax_scale must be positive, got {scale}")
-        object.__setattr__(self, "params", ReadOnlyDict(params))
-        object.__setattr__(self, "softmax_scale", scale)
-
-    def __hash__(self) -> int:
-        return hash((self.kind, tuple(sorted(self.params.items())), self.softmax_scale))
-
-    def __call__(self, positions) -> np.ndarray:
-        p = as_positions(positions)
-        if self.kind == "llama4_temperature":
-            f, a = float(self.params["floor_scale"]), float(self.params["attn_scale"])
-            return 1.0 + a * np.log1p(np.floor((p + 1.0) / f))  # [eq:config-llama4-temperature]
-        if self.kind == "llama_4_scaling_beta":
-            beta = float(self.params["beta"])
-            length = float(self.params["original_max_position"])
-            return 1.0 + beta * np.log1p(np.floor(p / length))  # [eq:config-llama4-scaling-beta]
-        return np.ones_like(p)
-
-    def describe(self) -> str:
-        """One line: the formula and its parameters."""
-        soft = "" if self.softmax_scale == 1.0 else f"softmax scale x{self.softmax_scale:.6g}"
-        if self.kind == "llama4_temperature":
-            text = (
-                f"q x (1 + {self.params['attn_scale']:g} ln(floor((p+1)/"
-                f"{self.params['floor_scale']:g}) + 1))"
-            )
-        elif self.kind == "llama_4_scaling_beta":
-            text = (
-                f"q x (1 + {self.params['beta']:g} ln(1 + floor(p/"
-                f"{self.params['original_max_position']:g})))"
-            )
-        else:
-            return soft
-        return f"{text}, {soft}" if soft else text
-
-
-def query_scaling(
-    family: Family | None, cfg: Mapping, rope: Mapping, plan: LayerPlan, notes: list
-) -> QueryScaling | None:
-    """The query scaling one layer applies (None: none).
-
-    Parameters
-    ----------
-    family : Family or None
-    cfg : mapping
-        The (text) config.
-    rope : mapping
-        The layer's rope parameters (``rope_scaling`` / ``rope_parameters`` entry).
-    plan : LayerPlan
-    notes : list of str
-
-    Examples
-    --------
-    >>> rope = {"rope_type": "yarn", "factor": 40.0, "mscale_all_dim": 1.0}
-    >>> q = query_scaling(family_for("deepseek_v3"), {}, rope, LayerPlan(0, "a", "a"), [])
-    >>> q.kind, round(q.softmax_scale, 4)  # (1 + 0.1 ln 40)**2
-    ('softmax_scale', 1.8739)
-    """
-    rules = family.query if family is not None else ()
-    kind, params, soft = None, {}, 1.0
-    if "llama4_temperature" in rules and not plan.uses_rope:
-        if config_flag(cfg, "attn_temperature_tuning", True):
-            kind = "llama4_temperature"
-            params = {
-                "floor_scale": config_real(cfg, "floor_scale", 8192.0),
-                "attn_scale": config_real(cfg, "attn_scale", 0.1),
-            }
-    if "llama_4_scaling_beta" in rules:
-        beta = rope.get("llama_4_scaling_beta")
-        length = rope.get("original_max_position_embeddings")
-        if beta is None or length is None:
-            raise ValueError(
-                f"{family.name} multiplies queries by 1 + beta ln(1 + floor(p / L0)) with "
-                "rope parameters llama_4_scaling_beta and original_max_position_embeddings; "
-                "the config lacks one (transformers' attention would fail on it)"
-            )
-        kind = "llama_4_scaling_beta"
-        params = {
-            "beta": check_real(beta, "config key llama_4_scaling_beta"),
-            "original_max_position": config_int(rope, "original_max_position_embeddings"),
-        }
-    elif rope.get("llama_4_scaling_beta") is not None:
-        notes.append(
-            f"llama_4_scaling_beta is ignored: {family.name if family else 'this model'}'s "
-            "attention in transformers does not read it (Ministral 3 and Mistral 4 do)"
-        )
-    if "mla_mscale" in rules and rope.get("rope_type", rope.get("type", "default")) != "default":
-        m = config_real(rope, "mscale_all_dim", 0.0)
-        if m:
-            factor = config_real(rope, "factor")
-            if factor is None:
-                raise ValueError("mscale_all_dim needs the rope parameter factor")
-            soft = _mscale(factor, m) ** 2
-    if kind is None and soft == 1.0:
-        return None
-    return QueryScaling(kind or "softmax_scale", params, soft)
+    reason = (
+        f"generic reading: {which} is not in refimpl's family table and the config has none "
+        "of the markers of per-layer or non-RoPE structure (refimpl.families.MARKERS)"
+    )
+    return Reading(None, ConfigView(text, {}, "", notes), model_type, reason)

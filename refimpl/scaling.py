@@ -39,6 +39,7 @@ import dataclasses
 import inspect
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import NamedTuple
@@ -1061,6 +1062,14 @@ def _f32_pow(base, exponent: np.ndarray) -> np.ndarray:
     return (b ** exponent.astype(np.float64)).astype(_F32)
 
 
+def _f32_scalar_over(scalar, tensor: np.ndarray) -> np.ndarray:
+    """torch's ``scalar / tensor`` on a float32 tensor: ``tensor.reciprocal() * scalar``, two
+    float32 roundings (the reciprocal, then the product with the scalar rounded to float32),
+    not one correctly rounded quotient. ``1.0 / tensor`` is the reciprocal alone."""
+    inverse = (_F32(1.0) / tensor).astype(_F32)
+    return (inverse * _F32(scalar)).astype(_F32)
+
+
 def _f32_exponents(d: int, n: int | None = None) -> np.ndarray:
     """float32(2i) / float32(d) rounded to float32, for the first ``n`` (default d/2) pairs."""
     top = d if n is None else 2 * n
@@ -1149,7 +1158,7 @@ def _f32_llama3(
     lf, hf = low_freq_factor, high_freq_factor
     t = _f32_default(dim, base)
     w_low, w_high = L / lf, L / hf
-    wave = (_F32(2 * math.pi) / t).astype(_F32)
+    wave = _f32_scalar_over(2 * math.pi, t)
     u = np.where(wave > w_low, (t / s).astype(_F32), t).astype(_F32)
     medium = ~(wave < w_high) & ~(wave > w_low)
     if hf == lf:
@@ -1159,7 +1168,7 @@ def _f32_llama3(
                 "exactly on the step, where transformers divides by high - low = 0"
             )
         return u
-    g = (((_F32(L) / wave).astype(_F32) - _F32(lf)).astype(_F32) / _F32(hf - lf)).astype(_F32)
+    g = ((_f32_scalar_over(L, wave) - _F32(lf)).astype(_F32) / _F32(hf - lf)).astype(_F32)
     v = (((_F32(1) - g).astype(_F32) * u).astype(_F32) / s).astype(_F32)
     v = (v + (g * u).astype(_F32)).astype(_F32)
     return np.where(medium, v, u).astype(_F32)
@@ -1802,7 +1811,11 @@ def transformers_float32_frequencies(rope_type: str, /, **params) -> ScaledFrequ
     power, float32 reciprocal, and each method's operations in transformers' order. Every
     step is bit-identical to torch's except the power: torch's CPU ``powf`` is within 1 ulp of
     the correctly rounded value used here but not always equal to it, and the reciprocal and
-    the YaRN/Llama 3 blends carry that ulp on (up to 3 float32 ulp of the frequency, measured).
+    the YaRN/Llama 3 blends carry that ulp on. ``scalar / tensor`` is torch's
+    ``tensor.reciprocal() * scalar`` (two roundings), as Llama 3's wavelengths are computed;
+    with torch's own powers substituted, Llama 3 over 96 configurations (bases 1e4 to 1.2e7)
+    is bit-identical, and with the correctly rounded power within 1 ulp
+    (``tests/parity/test_model_families.py``).
     With torch's own powers substituted, YaRN at d = 256 over 1 296 configurations (165 888
     frequencies) is bit-identical (``tests/parity/test_transformers_rope.py``).
 
@@ -1812,6 +1825,42 @@ def transformers_float32_frequencies(rope_type: str, /, **params) -> ScaledFrequ
     array([1.   , 0.1  , 0.01 , 0.001], dtype=float32)
     """
     method = _method(rope_type)
+    if "runtime" in params:
+        return _float32_with_runtime(method, params)
+    unknown = sorted(set(params) - set(method.parameters))
+    if unknown:
+        raise TypeError(
+            f"transformers_float32_frequencies() got unexpected keyword argument(s) {unknown}; "
+            f"rope_type {method.name!r} takes {list(method.parameters)}"
+        )
     exact = method(**params)  # validates every argument
     inv = method.emulation(**params).astype(_F32)
     return ScaledFrequencies(inv, float(exact.attention_scaling))
+
+
+def _float32_with_runtime(method: ScalingMethod, params: dict) -> ScaledFrequencies:
+    """The removed keyword ``runtime`` (refimpl 0.1.0), kept for one minor version.
+
+    ``runtime=True`` was the default and is what the function computes without it;
+    ``runtime=False`` gave dynamic NTK's frequencies of transformers' init function (the new
+    base in float64, then the default float32 recipe), which
+    ``transformers_float32_frequencies("default", dim=d, base=dynamic_ntk_base(...))`` gives.
+    """
+    params = dict(params)
+    runtime = params.pop("runtime")
+    if not isinstance(runtime, bool):
+        raise TypeError(f"runtime must be True or False, got {runtime!r}")
+    warnings.warn(
+        "transformers_float32_frequencies(runtime=...) is deprecated and will be removed in "
+        "refimpl 0.3.0: runtime=True is what it computes (drop the keyword); for runtime=False "
+        "use transformers_float32_frequencies('default', dim=d, base=dynamic_ntk_base(dim=d, "
+        "base=b, factor=s, max_position=L, seq_len=l))",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if runtime or method.name != "dynamic":
+        return transformers_float32_frequencies(method.name, **params)
+    method(**params)  # validates every argument
+    keep = ("dim", "base", "factor", "max_position", "seq_len")
+    new_base = dynamic_ntk_base(**{k: params[k] for k in keep if k in params})
+    return transformers_float32_frequencies("default", dim=params["dim"], base=new_base)

@@ -83,7 +83,8 @@ def test_describe_lists_layer_ranges_nope_and_query_scaling(tmp_path):
     assert "- layers 3, 7 (full_attention): no RoPE; q x (1 + 0.1 ln(floor((p+1)/8192)" in (
         res.stdout
     )
-    assert "A layers 0-2, 4-6 (full_attention): base 10000, 8 of 8 features, interleaved" in (
+    # no rope_theta in the file: Llama4TextConfig's default_theta 5e5, as transformers reads it
+    assert "A layers 0-2, 4-6 (full_attention): base 500000, 8 of 8 features, interleaved" in (
         res.stdout
     )
     assert not any(ln[:4].strip().isdigit() for ln in res.stdout.splitlines())
@@ -245,8 +246,10 @@ HOSTILE_JSON = {
     "nan_head_dim": '{"head_dim": NaN}',
     "text_config_5": '{"text_config": 5}',
     "duplicate": '{"head_dim": 8, "rope_theta": 1e4, "rope_theta": 5e5}',
-    "mrope_strings": '{"head_dim": 8, "rope_parameters": {"mrope_section": ["1", "1", "2"]}}',
-    "mrope_fraction": '{"head_dim": 8, "rope_parameters": {"mrope_section": [1.5, 1, 1.5]}}',
+    "mrope_strings": '{"model_type": "qwen2_vl_text", "head_dim": 8, '
+    '"rope_parameters": {"mrope_section": ["1", "1", "2"]}}',
+    "mrope_fraction": '{"model_type": "qwen2_vl_text", "head_dim": 8, '
+    '"rope_parameters": {"mrope_section": [1.5, 1, 1.5]}}',
     "bool_factor": '{"head_dim": 8, "rope_scaling": {"rope_type": "linear", "factor": true}}',
     "bool_head_dim": '{"head_dim": true}',
     "deep": "[" * 100_000 + "]" * 100_000,

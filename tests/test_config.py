@@ -119,19 +119,20 @@ def test_original_max_position_top_level_and_legacy_su():
 
 
 def test_nested_rope_parameters_per_layer_type():
-    cfg = {  # hand-made, 5.x nested form without a layer count
-        "head_dim": 16,
-        "rope_parameters": {
-            "full_attention": {"rope_type": "linear", "rope_theta": 1e6, "factor": 8.0},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
-        },
+    nested = {
+        "full_attention": {"rope_type": "linear", "rope_theta": 1e6, "factor": 8.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
     }
+    cfg = {"model_type": "gemma3_text", "head_dim": 16, "rope_parameters": nested}  # hand-made
     assert rope_from_config(cfg, layer_type="full_attention").rope_type == "linear"
     assert rope_from_config(cfg, layer_type="sliding_attention").base == 1e4
-    with pytest.raises(ValueError, match="nested per layer type"):
+    with pytest.raises(ValueError, match="the layers' ropes differ"):
         rope_from_config(cfg)
     with pytest.raises(ValueError, match="layer_type must be one of"):
         rope_from_config(cfg, layer_type="chunked")
+    # without a family, a rope per layer type is a sign the generic reading cannot follow
+    with pytest.raises(ValueError, match="rope_parameters nested per layer type"):
+        rope_from_config({"head_dim": 16, "rope_parameters": nested}, layer_type="full_attention")
 
 
 @given(st.integers(1, 200000))
@@ -284,8 +285,8 @@ def test_mrope_configs_are_read_and_text_positions_reduce_to_1d_rope():
 
 
 def test_mrope_5x_keys_and_unknown_family_flag():
-    cfg = {  # hand-made, 5.x form of an unknown VLM
-        "model_type": "some_vlm",
+    cfg = {  # hand-made, 5.x form of a Qwen3-VL text config
+        "model_type": "qwen3_vl_text",
         "head_dim": 16,
         "rope_parameters": {
             "rope_type": "default",
@@ -296,6 +297,9 @@ def test_mrope_5x_keys_and_unknown_family_flag():
     }
     spec = rope_from_config(cfg)
     assert spec.mrope_section == (2, 3, 3) and spec.mrope_layout == "interleaved"
+    # M-RoPE keys in a config of an unknown type are refused naming the key
+    with pytest.raises(ValueError, match=r"rope_parameters\.mrope_section"):
+        rope_from_config({**cfg, "model_type": "some_vlm"})
     other = {**QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": [32, 16, 16]}}
     assert rope_from_config(QWEN2_VL).key() != rope_from_config(other).key()
     # without mrope_section the model code uses its own sections (transformers 5.24's
@@ -303,7 +307,8 @@ def test_mrope_5x_keys_and_unknown_family_flag():
     bare = rope_from_config({**QWEN2_VL, "rope_scaling": {}})
     assert bare.key() == rope_from_config(QWEN2_VL).key()
     assert any("no mrope_section: [16, 24, 24]" in n for n in bare.notes)
-    unknown = {**cfg, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}}
+    unknown = {**cfg, "model_type": "some_llm"}
+    unknown["rope_parameters"] = {"rope_type": "default", "rope_theta": 1e4}
     assert rope_from_config(unknown).mrope_section is None  # no family default: plain RoPE
 
 
@@ -578,6 +583,49 @@ def test_non_utf8_binary_and_deeply_nested_files_name_the_file(tmp_path):
         load_config(deep)
 
 
+def test_configs_nested_thousands_deep_are_refused_naming_the_source(tmp_path):
+    deep: object = 1
+    for _ in range(5000):
+        deep = {"a": deep}
+    with pytest.raises(ValueError, match="config nests more than 64 levels deep"):
+        rope_schedule({"head_dim": 8, "rope_theta": 1e4, "extra": deep})
+    p = tmp_path / "deep.json"
+    for depth in (500, 5000):  # below and above the JSON decoder's own recursion limit
+        p.write_text('{"head_dim": 8, "x": ' + '{"a": ' * depth + "1" + "}" * depth + "}")
+        with pytest.raises(ValueError, match=f"config: {p} nests"):
+            rope_schedule(p)
+
+
+def test_hostile_layer_counts_and_factors_name_the_key():
+    qwen = {"model_type": "qwen3_next", "num_hidden_layers": 4, "head_dim": 64}
+    with pytest.raises(ValueError, match="full_attention_interval must be positive, got 0"):
+        rope_schedule({**qwen, "full_attention_interval": 0})
+    inf = {"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": math.inf}}
+    with pytest.raises(ValueError, match="config key factor must be finite"):
+        rope_schedule(inf)
+    v4 = {"model_type": "deepseek_v4", "num_hidden_layers": 4, "compress_ratios": [0, 4, 128]}
+    with pytest.raises(ValueError, match="compress_ratios has 3 entries but num_hidden_layers=4"):
+        rope_schedule(v4)
+    with pytest.raises(ValueError, match=r"compress_ratios must be a list of 0, 4 or 128"):
+        rope_schedule({**v4, "compress_ratios": [0, 4, 128, 7]})
+
+
+@pytest.mark.parametrize(
+    ("cfg", "key"),
+    [
+        ({"rope_theta": None}, "rope_theta"),
+        (
+            {"rope_parameters": {"rope_type": "default", "rope_theta": None}},
+            "rope_parameters.rope_theta",
+        ),
+    ],
+)
+def test_a_null_base_is_refused_naming_the_key(cfg, key):
+    # transformers' rotary module cannot run a null base; refimpl never fills in a default
+    with pytest.raises(ValueError, match=rf"config key {key} is null"):
+        rope_schedule({"model_type": "llama", "num_hidden_layers": 2, **cfg})  # hand-made
+
+
 @pytest.mark.parametrize("literal", ["Infinity", "1e400", "NaN", "-Infinity"])
 def test_non_finite_json_numbers_are_refused(tmp_path, literal):
     for key in ("head_dim", "max_position_embeddings"):
@@ -599,6 +647,7 @@ def _specs_with_layouts():
         {
             "model_type": "deepseek_v4",
             "head_dim": 32,
+            "num_hidden_layers": 1,
             "layer_types": ["sliding_attention"],
             "rope_parameters": {
                 "main": {"rope_type": "default", "partial_rotary_factor": 0.5},

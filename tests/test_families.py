@@ -6,13 +6,24 @@ tests/parity/. The expected rotations are NumPy transcriptions of the families' 
 functions in transformers 5.24 (``models/<family>/modeling_<family>.py``), named in each test.
 """
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from refimpl.__main__ import main
 from refimpl.config import rope_from_config, rope_schedule
-from refimpl.families import FAMILIES, LayerPlan, QueryScaling, family_for, query_scaling
+from refimpl.families import (
+    FAMILIES,
+    MARKERS,
+    LayerPlan,
+    QueryScaling,
+    family_for,
+    marker_of,
+    query_scaling,
+)
 from refimpl.rotary import inv_freq
 
 RNG = np.random.default_rng(0)
@@ -47,7 +58,8 @@ def test_gptj_width_from_rotary_dim_of_n_embd_over_n_head():
     assert (spec.dim, spec.rotary_dim, spec.pairing) == (256, 64, "interleaved")
     assert spec.base == 10000.0 and any("fixed in the model code" in n for n in spec.notes)
     default = rope_from_config({"model_type": "codegen", "n_embd": 1024, "n_head": 16})
-    assert default.rotary_dim == 64 and any("GPTJConfig's default" in n for n in default.notes)
+    assert default.rotary_dim == 64
+    assert any("no rotary_dim: 64 (CodeGenConfig's default)" in n for n in default.notes)
     with pytest.raises(ValueError, match="rotary_dim is null"):
         rope_from_config({"model_type": "gptj", "n_embd": 1024, "n_head": 16, "rotary_dim": None})
 
@@ -67,7 +79,10 @@ def test_rotary_dim_and_partial_must_agree():
 def test_family_default_partial_factor_when_config_omits_it(model_type, rotary):
     spec = rope_from_config({"model_type": model_type, "head_dim": 128})  # hand-made
     assert spec.rotary_dim == rotary
-    assert any("config default in transformers" in n for n in spec.notes)
+    assert any(
+        n.startswith(f"no partial_rotary_factor: {rotary / 128!r}") and "Config's default" in n
+        for n in spec.notes
+    )
     explicit = rope_from_config(
         {"model_type": model_type, "head_dim": 128, "partial_rotary_factor": 1.0}
     )
@@ -92,15 +107,17 @@ def test_families_that_ignore_partial_factor():
 def test_gguf_architecture_names_are_aliases():
     for arch, name in [
         ("deepseek2", "deepseek_v2"),
-        ("qwen2", "llama"),
+        ("qwen2", "qwen2"),
+        ("qwen3moe", "qwen3_moe"),
         ("gemma3", "gemma3"),
         ("llama4", "llama4"),
         ("command-r", "cohere"),
         ("qwen3next", "qwen3_next"),
         ("qwen2vl", "qwen2_vl"),  # llama.cpp's M-RoPE architectures
         ("qwen3vl", "qwen3_vl"),
-        ("qwen3vlmoe", "qwen3_vl"),
+        ("qwen3vlmoe", "qwen3_vl_moe"),
         ("qwen35", "qwen3_5"),
+        ("qwen35moe", "qwen3_5_moe"),
         ("glm4moe", "glm4_moe"),
     ]:
         assert family_for(arch).name == name
@@ -173,10 +190,23 @@ def test_deepseek_v2_complex_form_keeps_the_order():
 
 
 @pytest.mark.parametrize(
-    "model_type", ["cohere", "cohere2", "llama4_text", "ernie4_5", "gptj", "glm4v_text"]
+    "model_type",
+    [
+        "cohere",
+        "cohere2",
+        "llama4_text",
+        "ernie4_5",
+        "gptj",
+        "glm4v_text",
+        "glm_ocr_text",
+        "helium",
+        "openai_privacy_filter",
+    ],
 )
 def test_interleaved_families(model_type):
     cfg = {"model_type": model_type, "head_dim": 128, "n_embd": 256, "n_head": 2}  # hand-made
+    if model_type in ("glm4v_text", "glm_ocr_text"):  # sections [8, 12, 12]: the half slice
+        cfg["partial_rotary_factor"] = 0.5
     spec = rope_from_config(cfg)
     assert spec.pairing == "interleaved" and spec.output_order == "same"
 
@@ -184,16 +214,21 @@ def test_interleaved_families(model_type):
 def test_explicit_pairing_wins_and_unknown_types_keep_the_generic_reading():
     spec = rope_from_config({"model_type": "cohere", "head_dim": 8}, pairing="half")
     assert spec.pairing == "half"
-    other = rope_from_config({"model_type": "brand_new", "head_dim": 8})
+    other = rope_from_config({"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4})
     assert other.pairing == "half" and any(
         "not in refimpl's family table" in n for n in other.notes
     )
+    sched = rope_schedule({"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4})
+    assert sched.family is None and "none of the markers" in sched.reason
 
 
 def test_deepseek_v4_trailing_slice_main_and_compress():
     cfg = {  # hand-made, DeepSeek-V4 nested form
         "model_type": "deepseek_v4",
         "head_dim": 32,
+        "num_hidden_layers": 2,
+        "index_head_dim": 16,
+        "qk_rope_head_dim": 8,
         "layer_types": ["sliding_attention", "compressed_sparse_attention"],
         "rope_parameters": {
             "main": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.25},
@@ -213,8 +248,10 @@ def test_deepseek_v4_trailing_slice_main_and_compress():
     c, s = spec.cos_sin(pos)
     want = np.concatenate([x[:, :24], _glm_apply(x[:, 24:], c, s, 8)], -1)
     np.testing.assert_allclose(spec.apply(x, pos), want, rtol=1e-13, atol=1e-15)
-    with pytest.raises(ValueError, match="nested rope_parameters form only"):
-        rope_schedule({"model_type": "deepseek_v4", "head_dim": 32, "num_hidden_layers": 2})
+    assert sched[0].indexer is None  # only compressed sparse attention layers index
+    idx = sched[1].indexer  # trailing qk_rope_head_dim of the indexer head, adjacent pairs
+    assert (idx.dim, idx.rotary_offset, idx.rotary_dim, idx.pairing) == (16, 8, 8, "interleaved")
+    assert idx.base == 1.6e5 and idx.output_order == "same"
 
 
 # --------------------------------------------------------------------------- layers
@@ -249,7 +286,8 @@ def test_gemma3_defaults_and_5x_form_agree():
     bare = {k: v for k, v in GEMMA3_4X.items() if k not in ("rope_theta", "rope_local_base_freq")}
     sched = rope_schedule(bare)
     assert (sched[0].spec.base, sched[5].spec.base) == (1e4, 1e6)
-    assert any("sliding layers use base 1e4" in n for n in sched[0].spec.notes)
+    assert "no rope_local_base_freq: 10000.0 (Gemma3TextConfig's default)" in sched.notes
+    assert "no rope_theta: 1000000.0 (Gemma3TextConfig's default)" in sched.notes
     nested = {
         "model_type": "gemma3_text",
         "head_dim": 16,
@@ -477,3 +515,509 @@ def test_llama4_scout_equal_band_factors_are_accepted():
     theta = inv_freq(128, 5e5)
     want = np.where(2 * np.pi / theta > 8192, theta / 16, theta)  # the step
     np.testing.assert_allclose(spec.inv_freq, want, rtol=1e-15)
+
+
+# --------------------------------------------------------------------------- never a guess
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"sliding_window_pattern": 6}, "config key sliding_window_pattern"),
+        ({"no_rope_layers": [1, 1, 0]}, "config key no_rope_layers"),
+        ({"qk_rope_head_dim": 64}, "config key qk_rope_head_dim"),
+        ({"kv_lora_rank": 512}, "config key kv_lora_rank"),
+        ({"index_topk": 2048}, "config key index_topk"),
+        ({"linear_conv_kernel_dim": 4}, "config key linear_conv_kernel_dim"),
+        ({"mamba_d_state": 64}, "config key mamba_d_state"),
+        ({"conv_L_cache": 3}, "config key conv_L_cache"),
+        ({"layers_block_type": ["mamba", "hybrid"]}, "config key layers_block_type"),
+        ({"layer_types": ["full_attention", "conv"]}, "layer_types value 'conv'"),
+        ({"rope_parameters": {"rope_theta": 1e4, "mrope_section": [1, 1, 2]}}, "mrope_section"),
+        ({"rope_parameters": {"rope_theta": 1e4, "xdrope_section": [1, 1, 2]}}, "xdrope_section"),
+        ({"cross_attention_layers": [3, 8]}, "config key cross_attention_layers"),
+        (
+            {"rope_parameters": {"full_attention": {}, "sliding_attention": {}}},
+            "nested per layer type",
+        ),
+    ],
+)
+def test_an_unknown_type_with_a_marker_is_refused_naming_the_key(extra, named):
+    cfg = {"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4, **extra}  # hand-made
+    with pytest.raises(ValueError, match=r"brand_new.*not in refimpl's family table") as err:
+        rope_schedule(cfg)
+    assert named in str(err.value)
+    assert "apply_rope_2d" in str(err.value)  # where a vision or audio tower's RoPE is served
+    assert marker_of(extra) is not None
+
+
+def test_markers_are_one_named_list_and_plain_configs_read_generically():
+    assert set(MARKERS) == {"keys", "prefixes", "suffixes"}
+    assert "qk_rope_head_dim" in MARKERS["keys"] and "mamba_" in MARKERS["prefixes"]
+    plain = {"model_type": "brand_new", "hidden_size": 64, "num_attention_heads": 4}
+    with pytest.raises(ValueError, match=r"no rope_theta.*default_theta.*refimpl\.bias"):
+        rope_schedule(plain)  # an unknown class's default base is unknown: refused
+    sched = rope_schedule({**plain, "rope_theta": 5e5, "layer_types": ["sliding_attention"]})
+    assert sched.family is None and sched[0].spec.base == 5e5
+    assert "generic reading" in sched.reason
+    with pytest.raises(ValueError, match="'nope_text', which is not in refimpl's family"):
+        rope_schedule({"model_type": "brand_new", "text_config": {"model_type": "nope_text"}})
+
+
+# --------------------------------------------------------------------------- class defaults
+
+
+def test_a_diff_style_file_reads_through_the_config_class_defaults():
+    cfg = {  # hand-made, the shape of gemma-3-4b-it: text_config without head width or bases
+        "model_type": "gemma3",
+        "text_config": {
+            "model_type": "gemma3_text",
+            "hidden_size": 2560,
+            "num_hidden_layers": 34,
+            "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        },
+    }
+    sched = rope_schedule(cfg)
+    assert len(sched) == 34 and sched.family == "gemma3"
+    local, glob = sched[0].spec, sched[5].spec
+    assert (local.dim, local.base, glob.base, glob.params["factor"]) == (256, 1e4, 1e6, 8.0)
+    for note in (
+        "no head_dim: 256 (Gemma3TextConfig's default)",
+        "no rope_theta: 1000000.0 (Gemma3TextConfig's default)",
+        "no rope_local_base_freq: 10000.0 (Gemma3TextConfig's default)",
+        "no sliding_window_pattern: 6 (Gemma3TextConfig's default)",
+    ):
+        assert note in sched.notes
+    assert not any("num_hidden_layers" in n for n in sched.notes)  # given: no note
+
+
+def test_wrapper_text_configs_as_their_config_classes_read_them():
+    # Voxtral: the wrapper's own hidden_size is not the decoder's; missing text keys take
+    # VoxtralConfig's text defaults (head 128, base 1e8)
+    vox = {"model_type": "voxtral", "hidden_size": 1280, "text_config": {"model_type": "llama"}}
+    sched = rope_schedule(vox)  # hand-made
+    assert (sched[0].spec.dim, sched[0].spec.base, len(sched)) == (128, 1e8, 30)
+    assert "no text_config.rope_theta: 100000000.0 (voxtral's text default)" in sched.notes
+    # Kimi-K2.5: text type kimi_k2 is DeepSeek-V3 (61 layers by class default)
+    kimi = {"model_type": "kimi_k25", "text_config": {"model_type": "kimi_k2"}}
+    sched = rope_schedule(kimi)
+    assert sched.family == "deepseek_v3" and len(sched) == 61
+    assert "which 'kimi_k25' maps to 'deepseek_v3'" in sched.reason
+    # EXAONE 4.5: its text type exaone4_5_text is EXAONE 4
+    exa = {"model_type": "exaone4_5", "text_config": {"model_type": "exaone4_5_text"}}
+    assert rope_schedule({**exa, "text_config": {**exa["text_config"], "num_hidden_layers": 4}})
+    assert rope_schedule(exa).family == "exaone4"
+    # a fixed text class reads text_config as its own type; no model_type: the default
+    assert rope_schedule({"model_type": "qwen3_5", "text_config": {}}).family == "qwen3_5"
+    assert rope_schedule({"model_type": "llava", "text_config": {}}).family == "llama"
+    with pytest.raises(ValueError, match="text_config without model_type"):
+        rope_schedule({"model_type": "unknown_vlm", "text_config": {"head_dim": 8}})
+
+
+# --------------------------------------------------------------------------- new families
+
+
+def test_deepseek_v32_mla_rope_head_and_half_split_indexer():
+    cfg = {  # hand-made, DeepSeek-V3.2 shapes
+        "model_type": "deepseek_v32",
+        "num_hidden_layers": 3,
+        "rope_theta": 1e4,
+        "max_position_embeddings": 163840,
+        "rope_scaling": {
+            "type": "yarn",
+            "factor": 40.0,
+            "original_max_position_embeddings": 4096,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+        },
+    }
+    sched = rope_schedule(cfg)
+    layer = sched[0]
+    spec, idx = layer.spec, layer.indexer
+    assert (spec.dim, spec.rotary_dim, spec.pairing, spec.output_order) == (
+        64,
+        64,
+        "interleaved",
+        "half",
+    )
+    assert layer.query_scaling.softmax_scale == pytest.approx((1 + 0.1 * math.log(40)) ** 2)
+    assert (idx.dim, idx.rotary_dim, idx.rotary_offset, idx.pairing) == (128, 64, 0, "half")
+    np.testing.assert_array_equal(idx.inv_freq, spec.inv_freq)
+    assert idx.attention_scaling == spec.attention_scaling
+    # DeepseekV32Indexer: split [rope 64, pass 64], rotate_half on the rope part
+    pos = np.arange(6)
+    x = RNG.standard_normal((6, 128))
+    c, s = spec.cos_sin(pos)
+    want = np.concatenate([_half(x[:, :64], c, s), x[:, 64:]], -1)
+    np.testing.assert_allclose(idx.apply(x, pos), want, rtol=1e-13, atol=1e-15)
+    assert any("8631a81" in n and "PR 28968" in n for n in idx.notes)
+
+
+def test_glm_moe_dsa_interleaved_indexer_only_on_full_indexer_layers():
+    cfg = {  # hand-made, GLM-5 shapes
+        "model_type": "glm_moe_dsa",
+        "num_hidden_layers": 4,
+        "rope_theta": 1e6,
+        "indexer_types": ["full", "shared", "full", "shared"],
+    }
+    sched = rope_schedule(cfg)
+    assert [x.indexer is not None for x in sched] == [True, False, True, False]
+    assert all(x.spec is not None for x in sched)
+    idx = sched[0].indexer
+    assert (idx.dim, idx.rotary_dim, idx.pairing, idx.output_order) == (
+        128,
+        64,
+        "interleaved",
+        "half",
+    )
+    pos = np.arange(5)
+    x = RNG.standard_normal((5, 128))
+    c, s = idx.cos_sin(pos)
+    want = np.concatenate([_deepseek_interleave(x[:, :64], c, s), x[:, 64:]], -1)
+    np.testing.assert_allclose(idx.apply(x, pos), want, rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match="indexer_types has 2 entries"):
+        rope_schedule({**cfg, "indexer_types": ["full", "full"]})
+
+
+def test_kimi_linear_mla_is_nope_and_kda_layers_are_linear():
+    cfg = {  # hand-made, Kimi-Linear keys (1-based layer lists in linear_attn_config)
+        "model_type": "kimi_linear",
+        "num_hidden_layers": 4,
+        "linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 2, 3]},
+    }
+    sched = rope_schedule(cfg)
+    assert [x.layer_type for x in sched] == ["linear_attention"] * 3 + ["full_attention"]
+    assert all(x.spec is None and x.query_scaling is None for x in sched)
+    with pytest.raises(ValueError, match="has no RoPE"):
+        rope_from_config(cfg)
+    with pytest.raises(ValueError, match=r"no kind for layers \[2\]"):
+        rope_schedule(
+            {**cfg, "linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 3]}}
+        )
+
+
+def test_lfm2_conv_layers_have_no_rope():
+    cfg = {"model_type": "lfm2", "num_hidden_layers": 5, "head_dim": 64, "full_attn_idxs": [1, 4]}
+    sched = rope_schedule(cfg)  # hand-made
+    assert [x.layer_type for x in sched] == [
+        "conv",
+        "full_attention",
+        "conv",
+        "conv",
+        "full_attention",
+    ]
+    assert [x.spec is not None for x in sched] == [False, True, False, False, True]
+    assert sched[1].spec.base == 1e6  # Lfm2Config's default_theta
+    types = rope_schedule({**cfg, "layer_types": ["conv"] * 4 + ["full_attention"]})
+    assert [x.spec is not None for x in types] == [False] * 4 + [True]
+
+
+def test_zamba2_shared_attention_head_is_twice_hidden_over_heads():
+    cfg = {  # hand-made
+        "model_type": "zamba2",
+        "hidden_size": 256,
+        "num_attention_heads": 8,
+        "num_hidden_layers": 3,
+        "layers_block_type": ["mamba", "hybrid", "mamba"],
+        "use_mem_rope": True,
+        "rope_theta": 1e4,
+    }
+    sched = rope_schedule(cfg)
+    assert [x.layer_type for x in sched] == ["linear_attention", "hybrid", "linear_attention"]
+    assert [x.spec is not None for x in sched] == [False, True, False]
+    assert sched[1].spec.dim == sched[1].spec.rotary_dim == 2 * 256 // 8
+    off = rope_schedule({**cfg, "use_mem_rope": False})
+    assert all(x.spec is None for x in off)
+
+
+def test_olmo3_4x_yarn_belongs_to_the_full_attention_layers():
+    cfg = {  # hand-made, OLMo 3's released 4.x keys
+        "model_type": "olmo3",
+        "head_dim": 128,
+        "num_hidden_layers": 8,
+        "max_position_embeddings": 65536,
+        "rope_theta": 500000.0,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 8.0,
+            "original_max_position_embeddings": 8192,
+            "attention_factor": 1.2079441541679836,
+        },
+    }
+    sched = rope_schedule(cfg)
+    kinds = [(x.layer_type, x.spec.rope_type) for x in sched]
+    assert kinds == ([("sliding_attention", "default")] * 3 + [("full_attention", "yarn")]) * 2
+    assert sched[3].spec.attention_scaling == pytest.approx(1.2079441541679836)
+    assert sched[0].spec.base == sched[3].spec.base == 5e5
+    with pytest.raises(ValueError, match=r"default_theta 500000.0"):
+        rope_schedule({**cfg, "rope_theta": 1e6})
+
+
+def test_deepseek_v4_flat_form_builds_main_and_compress():
+    cfg = {  # hand-made, the keys of DeepSeek-V4's released flat config
+        "model_type": "deepseek_v4",
+        "num_hidden_layers": 3,
+        "head_dim": 512,
+        "qk_rope_head_dim": 64,
+        "rope_theta": 10000.0,
+        "compress_rope_theta": 160000.0,
+        "compress_ratios": [0, 4, 128],
+        "max_position_embeddings": 1048576,
+        "rope_scaling": {
+            "type": "yarn",
+            "factor": 16.0,
+            "original_max_position_embeddings": 65536,
+            "beta_fast": 32,
+            "beta_slow": 1,
+        },
+    }
+    sched = rope_schedule(cfg)
+    main, csa, hca = (x.spec for x in sched)
+    assert (main.rope_type, main.base, main.rotary_dim, main.rotary_offset) == (
+        "default",
+        1e4,
+        64,
+        448,
+    )
+    assert (csa.rope_type, csa.base, csa.attention_scaling) == ("yarn", 1.6e5, 1.0)
+    assert csa.key() == hca.key() and sched[1].indexer is not None and sched[2].indexer is None
+    with pytest.raises(ValueError, match="compress_ratios has 3 entries but num_hidden_layers=4"):
+        rope_schedule({**cfg, "num_hidden_layers": 4})
+
+
+def test_qwen3_5_text_types_rotate_only_their_full_attention_layers():
+    for model_type in ("qwen3_5_text", "qwen3_5_moe_text"):
+        cfg = {"model_type": model_type, "num_hidden_layers": 8, "rope_theta": 1e7}
+        sched = rope_schedule(cfg)  # hand-made
+        assert [x.spec is not None for x in sched] == [False, False, False, True] * 2
+        spec = sched[3].spec
+        assert (spec.dim, spec.rotary_dim, spec.mrope_section) == (256, 64, (11, 11, 10))
+    with pytest.raises(ValueError, match="full_attention_interval must be positive, got 0"):
+        rope_schedule({**cfg, "full_attention_interval": 0})
+
+
+def test_dual_chunk_attention_is_read_once_and_described():
+    cfg = {  # hand-made, Qwen2.5-1M's dual_chunk_attention_config
+        "model_type": "qwen2",
+        "hidden_size": 3584,
+        "num_attention_heads": 28,
+        "num_hidden_layers": 2,
+        "rope_theta": 1e7,
+        "dual_chunk_attention_config": {
+            "chunk_size": 262144,
+            "local_size": 8192,
+            "original_max_position_embeddings": 262144,
+        },
+    }
+    sched = rope_schedule(cfg)
+    dca = sched.dual_chunk_attention
+    assert (dca.chunk_size, dca.local_size, dca.chunk_len) == (262144, 8192, 253952)
+    assert any("transformers ignores it" in n and "vLLM and SGLang" in n for n in sched.notes)
+    bad = {**cfg, "dual_chunk_attention_config": {"chunk_size": 8}}
+    with pytest.raises(ValueError, match=r"dual_chunk_attention_config.*local_size"):
+        rope_schedule(bad)
+
+
+def test_describe_names_the_family_and_why_and_the_indexer(tmp_path, capsys):
+    path = tmp_path / "config.json"  # hand-made
+    cfg = {"model_type": "deepseek_v32", "num_hidden_layers": 2, "rope_theta": 1e4}
+    path.write_text(json.dumps(cfg))
+    assert main(["describe", str(path), "--no-pairs"]) == 0
+    out = capsys.readouterr().out
+    assert "family            deepseek_v32" in out
+    assert "read by           model_type 'deepseek_v32': record deepseek_v32" in out
+    assert "indexer: half pairs on the leading 64 of 128 features (the layer's tables)" in out
+    generic = tmp_path / "g.json"
+    generic.write_text(json.dumps({"model_type": "brand_new", "head_dim": 8, "rope_theta": 1e4}))
+    assert main(["describe", str(generic), "--no-pairs"]) == 0
+    assert "family            none (generic reading)" in capsys.readouterr().out
+
+
+def test_removed_family_fields_warn_and_name_their_replacement():
+    fam = family_for("deepseek_v3")
+    with pytest.warns(
+        DeprecationWarning, match=r"Family\.flag_default.*defaults\['rope_interleave'\]"
+    ):
+        assert fam.flag_default is True
+    with pytest.warns(DeprecationWarning, match="partial_rotary_factor"):
+        assert family_for("gpt_neox").partial_default == 0.25
+    with pytest.warns(DeprecationWarning, match="qk_rope_head_dim"):
+        assert fam.rope_head_default == 64
+
+
+def test_attribute_map_aliases_and_unsupported_types_and_encoders():
+    jet = rope_schedule({"model_type": "jetmoe", "hidden_size": 2048, "kv_channels": 128})
+    assert jet[0].spec.dim == 128  # JetMoeConfig: head_dim is kv_channels, not 2048 // 32
+    assert "kv_channels read as head_dim (JetMoeConfig's attribute_map)" in jet.notes
+    with pytest.raises(ValueError, match=r"ernie4_5_vl_moe_text.*permutes its frequencies"):
+        rope_schedule({"model_type": "ernie4_5_vl_moe_text", "head_dim": 128})
+    vision = {"model_type": "some_vit", "hidden_size": 64, "num_attention_heads": 4}
+    with pytest.raises(ValueError, match=r"patch_size.*refimpl\.multiaxis\.apply_rope_2d"):
+        rope_schedule({**vision, "rope_theta": 100.0, "patch_size": 16})
+
+
+def test_a_decoder_type_with_a_text_config_is_refused():
+    # mlc-llm's preset of Ministral 3 (released values) names the text type at top level;
+    # Ministral3Config would ignore its text_config and build 34 default layers
+    path = Path(__file__).parent / "parity" / "configs" / "ministral3-3b-2512.json"
+    cfg = json.loads(path.read_text(encoding="utf8"))
+    with pytest.raises(ValueError, match=r"text_config beside model_type 'ministral3'.*ignores"):
+        rope_schedule(cfg)
+    hub = rope_schedule({**cfg, "model_type": "mistral3"})  # the Hub file's wrapper type
+    assert hub.family == "ministral3" and len(hub) == 26
+
+
+def test_rope_only_on_sliding_layers_afmoe_and_flint():
+    afmoe = rope_schedule({"model_type": "afmoe", "num_hidden_layers": 8})  # hand-made
+    assert [x.spec is None for x in afmoe] == [False, False, False, True] * 2
+    # AFMoE rotates its sliding layers by layer type, whatever sliding_window says
+    open_window = rope_schedule(
+        {"model_type": "afmoe", "num_hidden_layers": 4, "sliding_window": None}
+    )
+    assert [x.spec is None for x in open_window] == [False, False, False, True]
+    flint = rope_schedule({"model_type": "flint", "num_hidden_layers": 10})
+    assert [i for i, x in enumerate(flint) if x.spec is None] == [0, 1, 5, 9]
+    assert any("FlintConfig's pattern" in n for n in flint.notes)
+    unwindowed = rope_schedule(
+        {"model_type": "flint", "num_hidden_layers": 10, "sliding_window": None}
+    )
+    assert all(x.spec is None for x in unwindowed)
+
+
+def test_byte_level_and_speech_decoders_pair_adjacent_features():
+    # BLT's rotate_half takes (x[0::2], x[1::2]) and its class sets head_dim = hidden // heads
+    blt = rope_schedule({"model_type": "blt_patcher", "head_dim": 32})  # hand-made
+    assert (blt[0].spec.pairing, blt[0].spec.dim, len(blt)) == ("interleaved", 64, 14)
+    note = "head_dim 32 ignored: BltPatcherConfig uses hidden_size // num_attention_heads = 64"
+    assert note in blt[0].spec.notes
+    # Moonshine Streaming: GLM-style pairs inside 0.8 of each 40-wide head (its class's rope)
+    moon = rope_schedule({"model_type": "moonshine_streaming"})[0].spec
+    assert (moon.pairing, moon.dim, moon.rotary_dim) == ("interleaved", 40, 32)
+
+
+def test_mllama_cross_attention_layers_and_kolibri_sliding_rope():
+    mllama = rope_schedule(
+        {
+            "model_type": "mllama",
+            "text_config": {"num_hidden_layers": 10, "cross_attention_layers": [3, 8]},
+        }
+    )  # hand-made
+    assert [i for i, x in enumerate(mllama) if x.spec is None] == [3, 8]
+    with pytest.raises(ValueError, match=r"cross_attention_layers has \[12\]"):
+        rope_schedule(
+            {
+                "model_type": "mllama_text_model",
+                "num_hidden_layers": 10,
+                "cross_attention_layers": [12],
+            }
+        )
+    kolibri = rope_schedule({"model_type": "kolibri1", "num_hidden_layers": 10})
+    assert [i for i, x in enumerate(kolibri) if x.spec is None] == [4, 9]
+    open_window = rope_schedule(
+        {"model_type": "kolibri1", "num_hidden_layers": 10, "sliding_window": None}
+    )
+    assert all(x.spec is not None for x in open_window)
+
+
+def test_glm_image_text_sections_need_the_half_slice():
+    with pytest.raises(ValueError, match=r"mrope_section.*\[8, 12, 12\] must sum to the rotary"):
+        rope_schedule({"model_type": "glm_image_text"})  # its class defaults cannot run
+    cfg = {
+        "model_type": "glm_image_text",
+        "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5},
+    }
+    spec = rope_schedule(cfg)[0].spec
+    assert (spec.pairing, spec.rotary_dim, spec.mrope_section) == ("half", 64, (8, 12, 12))
+
+
+def test_linear_attention_hybrids_minimax_and_olmo_hybrid():
+    mm = rope_schedule({"model_type": "minimax", "num_hidden_layers": 4})  # hand-made
+    assert [x.spec is None for x in mm] == [False, True, False, True]
+    olmo = rope_schedule({"model_type": "olmo_hybrid", "num_hidden_layers": 8})
+    assert [x.spec is None for x in olmo] == [True, True, True, False] * 2
+    # the released checkpoints' NoPE form: a null base builds no rotary module
+    nope = rope_schedule(
+        {
+            "model_type": "olmo_hybrid",
+            "num_hidden_layers": 4,
+            "rope_parameters": {"rope_type": "default", "rope_theta": None},
+        }
+    )
+    assert all(x.spec is None for x in nope)
+    assert "olmo_hybrid with a null rope_theta: no layer applies RoPE (NoPE)" in nope.notes
+
+
+def test_mla_families_beside_deepseek():
+    for model_type in ("axk1", "youtu"):  # DeepSeek-V3's rope_interleave flag, default true
+        spec = rope_schedule({"model_type": model_type, "num_hidden_layers": 2})[0].spec
+        assert (spec.pairing, spec.output_order, spec.dim) == ("interleaved", "half", 64)
+        flat = rope_schedule(
+            {"model_type": model_type, "num_hidden_layers": 2, "rope_interleave": False}
+        )[0].spec
+        assert (flat.pairing, flat.output_order) == ("half", "same")
+    mini = rope_schedule({"model_type": "minicpm3", "num_hidden_layers": 2})[0].spec
+    assert (mini.pairing, mini.dim) == ("half", 32)
+    axk2 = rope_schedule({"model_type": "axk2", "num_hidden_layers": 2})[0]
+    assert (axk2.spec.pairing, axk2.spec.output_order) == ("interleaved", "half")
+    assert (axk2.indexer.pairing, axk2.indexer.dim, axk2.indexer.rotary_dim) == ("half", 128, 32)
+
+
+def test_wrapped_llama_like_text_types():
+    for wrapper, text in (
+        ("granite_docling", "granite_docling_text"),
+        ("granite4_vision", "granite4_vision_text"),
+        ("aria", "aria_text"),
+    ):
+        sched = rope_schedule({"model_type": wrapper, "text_config": {"num_hidden_layers": 2}})
+        assert sched.family == text and sched[0].spec.pairing == "half"
+    clova = rope_schedule(
+        {
+            "model_type": "hyperclovax_vision_v2",
+            "text_config": {"model_type": "hyperclovax", "num_hidden_layers": 2},
+        }
+    )
+    assert clova.family == "hyperclovax" and clova[0].spec.dim == 128
+    apertus = rope_schedule({"model_type": "apertus1p5_text", "num_hidden_layers": 2})[0].spec
+    assert (apertus.rope_type, apertus.base) == ("llama3", 1.2e7)  # the class's own block
+
+
+def test_a_class_rope_block_is_read_and_a_bare_base_beside_it_refused():
+    # OpenAIPrivacyFilterConfig fills in its own YaRN block when the file gives none; with a
+    # top-level rope_theta it puts the base into that block, while MoonshineStreamingConfig
+    # keeps its own: refimpl refuses the ambiguous form for both
+    spec = rope_schedule({"model_type": "openai_privacy_filter"})[0].spec
+    assert (spec.rope_type, spec.base, spec.params["factor"]) == ("yarn", 150000.0, 32.0)
+    for model_type in ("openai_privacy_filter", "moonshine_streaming"):
+        with pytest.raises(ValueError, match="rope_theta without rope_parameters"):
+            rope_schedule({"model_type": model_type, "rope_theta": 5e5})
+
+
+@pytest.mark.parametrize(
+    "model_type", ["neucodec", "pe_audio_encoder", "timesfm2_5", "efficientloftr", "moonshine"]
+)
+def test_towers_over_frames_or_patches_are_refused_naming_the_api(model_type):
+    cfg = {"model_type": model_type, "head_dim": 64, "rope_theta": 1e4}  # hand-made
+    with pytest.raises(ValueError, match=r"not a text decoder.*refimpl\.audio\.frame_times"):
+        rope_schedule(cfg)
+
+
+def test_a_rotation_by_minus_theta_or_of_one_head_is_refused():
+    with pytest.raises(ValueError, match=r"nanochat.*\(x2, -x1\).*no direction"):
+        rope_schedule({"model_type": "nanochat", "hidden_size": 768, "num_attention_heads": 6})
+    with pytest.raises(ValueError, match=r"qwen2_5_omni_dit.*first attention head only"):
+        rope_schedule({"model_type": "qwen2_5_omni_dit", "head_dim": 64, "rope_theta": 1e4})
+    with pytest.raises(ValueError, match=r"hrm_text.*rewrites num_hidden_layers"):
+        rope_schedule({"model_type": "hrm_text", "head_dim": 64, "rope_theta": 1e4})
+
+
+def test_families_with_a_rope_per_layer_type_in_the_class():
+    laguna = rope_schedule({"model_type": "laguna", "num_hidden_layers": 2})  # hand-made
+    full = laguna[0].spec  # LagunaConfig's own rope: base 5e5 on half of each 128-wide head
+    assert (full.base, full.dim, full.rotary_dim) == (5e5, 128, 64)
+    assert any("no rope_parameters" in n and "LagunaConfig" in n for n in laguna.notes)
+    with pytest.raises(ValueError, match="rope_theta without rope_parameters"):
+        rope_schedule({"model_type": "laguna", "num_hidden_layers": 2, "rope_theta": 1e6})
+    with pytest.raises(ValueError, match="mimo_v2_flash needs config key layer_types"):
+        rope_schedule({"model_type": "mimo_v2_flash", "num_hidden_layers": 2})
+    exa = rope_schedule({"model_type": "exaone_moe", "num_hidden_layers": 4, "head_dim": 64})
+    assert [x.spec is None for x in exa] == [False, False, False, True]

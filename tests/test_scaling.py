@@ -365,3 +365,39 @@ def test_equal_betas_are_a_step(truncate):
         truncate=truncate,
     )
     assert np.all(np.isfinite(f.inv_freq))
+
+
+def test_float32_frequencies_refuse_unknown_keywords_naming_the_function():
+    with pytest.raises(TypeError, match=r"transformers_float32_frequencies\(\) got unexpected"):
+        transformers_float32_frequencies("yarn", dim=8, factor=2.0, original_max_position=16, x=1)
+    with pytest.raises(TypeError, match="rope_type 'yarn' takes"):
+        transformers_float32_frequencies("yarn", dim=8, factor=2.0, original_max_position=16, x=1)
+
+
+def test_removed_runtime_keyword_warns_and_keeps_its_meaning_for_one_version():
+    kw = {"dim": 8, "base": 1e4, "factor": 2.0, "max_position": 16, "seq_len": 64}
+    with pytest.warns(DeprecationWarning, match="runtime=.*deprecated.*dynamic_ntk_base"):
+        on = transformers_float32_frequencies("dynamic", runtime=True, **kw)
+    np.testing.assert_array_equal(
+        on.inv_freq, transformers_float32_frequencies("dynamic", **kw).inv_freq
+    )
+    with pytest.warns(DeprecationWarning):
+        off = transformers_float32_frequencies("dynamic", runtime=False, **kw)
+    base = refimpl.scaling.dynamic_ntk_base(**kw)
+    want = transformers_float32_frequencies("default", dim=8, base=base)
+    np.testing.assert_array_equal(off.inv_freq, want.inv_freq)
+    with pytest.raises(TypeError, match="runtime must be True or False"):
+        transformers_float32_frequencies("dynamic", runtime="yes", **kw)
+
+
+def test_llama3_float32_wavelengths_are_reciprocal_times_scalar():
+    """torch evaluates ``2 pi / t`` and ``L / wave`` as ``t.reciprocal() * scalar``: two
+    float32 roundings (checked against live torch in tests/parity/test_model_families.py)."""
+    from refimpl.scaling import _f32_scalar_over
+
+    t = np.array([1.0, 0.1234567, 3.3e-7, 7.9e-4], dtype=np.float32)
+    got = _f32_scalar_over(2 * math.pi, t)
+    want = ((np.float32(1) / t).astype(np.float32) * np.float32(2 * math.pi)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    one_rounding = (np.float32(2 * math.pi) / t).astype(np.float32)
+    assert not np.array_equal(got, one_rounding)  # they differ for some t

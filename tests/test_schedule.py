@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from refimpl import families
 from refimpl.config import LayerRope, RopeSchedule, rope_from_config, rope_schedule
 from refimpl.rotary import inv_freq
 
@@ -31,7 +32,7 @@ GPT_OSS_LIKE = {  # hand-made, 5.x form with layer_types and one flat rope
     },
 }
 NESTED_5X = {  # hand-made, 5.x nested rope_parameters per layer type
-    "model_type": "some_hybrid",
+    "model_type": "olmo3",
     "head_dim": 32,
     "num_hidden_layers": 6,
     "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
@@ -72,9 +73,14 @@ def test_nested_5x_rope_parameters_follow_layer_types():
 
 
 def test_nested_entry_missing_for_a_layer_type_is_refused():
-    cfg = {**NESTED_5X, "layer_types": ["chunked_attention"] * 6}
-    with pytest.raises(ValueError, match="has no entry for layer type 'chunked_attention'"):
+    cfg = {**NESTED_5X, "rope_parameters": {"sliding_attention": {"rope_theta": 1e4}}}
+    with pytest.raises(ValueError, match="has no entry for layer type 'full_attention'"):
         rope_schedule(cfg)
+    with pytest.raises(ValueError, match=r"layer_types\[0\] = 'chunked_attention'"):
+        rope_schedule({**NESTED_5X, "layer_types": ["chunked_attention"] * 6})
+    unknown = {**NESTED_5X, "model_type": "some_hybrid", "layer_types": ["chunked"] * 6}
+    with pytest.raises(ValueError, match="layer_types value 'chunked'"):
+        rope_schedule(unknown)
 
 
 def test_4x_and_5x_forms_give_the_same_schedule():
@@ -159,16 +165,17 @@ def test_schedule_from_a_path_and_text_config(tmp_path):
     assert "RoPE read from text_config" in sched.notes
     vlm["text_config"]["head_dim"] = 64  # transformers' module cannot run these sections
     p.write_text(json.dumps(vlm))
-    with pytest.raises(ValueError, match=r"qwen2_vl.s default.*\[16, 24, 24\].*32"):
+    with pytest.raises(ValueError, match=r"qwen2_5_vl.s default.*\[16, 24, 24\].*32"):
         rope_schedule(p)
 
 
-def test_layer_count_is_needed_for_per_layer_rules():
-    with pytest.raises(ValueError, match="needs num_hidden_layers or layer_types"):
-        rope_schedule({"model_type": "llama4_text", "head_dim": 8})
-    sched = rope_schedule({"model_type": "llama", "head_dim": 8})
-    assert len(sched) == 1 and sched[0].layer_type == "all"
-    assert any("one entry stands for every layer" in n for n in sched.notes)
+def test_layer_count_comes_from_the_config_class_default():
+    sched = rope_schedule({"model_type": "llama4_text", "head_dim": 8})
+    assert len(sched) == 48 and [x.spec is None for x in sched[:4]] == [False] * 3 + [True]
+    assert "no num_hidden_layers: 48 (Llama4TextConfig's default)" in sched.notes
+    generic = rope_schedule({"head_dim": 8})  # no family: the count is unknown
+    assert len(generic) == 1 and generic[0].layer_type == "all"
+    assert any("one entry stands for every layer" in n for n in generic.notes)
 
 
 @settings(deadline=None)
@@ -185,6 +192,12 @@ def test_layer_count_is_needed_for_per_layer_rules():
             "qwen3_next",
             "glm4",
             "deepseek_v3",
+            "olmo3",
+            "lfm2",
+            "qwen3_5_text",
+            "deepseek_v32",
+            "glm_moe_dsa",
+            "kimi_linear",
             "no_such_model",
         ]
     ),
@@ -194,7 +207,7 @@ def test_layer_count_is_needed_for_per_layer_rules():
 def test_schedule_invariants_over_families(model_type, layers, pattern):
     cfg = {  # hand-made
         "model_type": model_type,
-        "head_dim": 32,
+        "head_dim": 256 if model_type == "qwen3_5_text" else 32,  # its M-RoPE needs 32 pairs
         "qk_rope_head_dim": 16,
         "qk_nope_head_dim": 16,
         "num_hidden_layers": layers,
@@ -204,6 +217,10 @@ def test_schedule_invariants_over_families(model_type, layers, pattern):
         "full_attention_interval": pattern,
         "rope_theta": 5e5,
     }
+    if model_type == "no_such_model":  # an unknown type reads generically only without markers
+        marked = {k: cfg.pop(k) for k in list(cfg) if families.marker_of({k: cfg[k]})}
+        with pytest.raises(ValueError, match="not in refimpl's family table"):
+            rope_schedule({**cfg, **marked})
     sched = rope_schedule(cfg)
     assert [x.index for x in sched] == list(range(layers))
     groups = sched.groups()

@@ -36,7 +36,7 @@ ROTATION_ROUNDINGS = 4
 # Smallest positive (subnormal) number of each dtype: the floor of every tolerance.
 TINY = {"float32": 2.0**-149, "bfloat16": 2.0**-133, "float16": 2.0**-24}
 # How the verifier computes the expected tables (the single place the method is named).
-EXPECTED_METHOD = "accurate"
+EXPECTED_METHOD = "correct"
 
 POSITION_FORMS = ("positions", "offsets", "position_ids", "cu_seqlens", "mrope", "cache")
 LAYOUTS = ("bhsd", "bshd", "thd", "t(hd)", "t(qkv)")

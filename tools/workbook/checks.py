@@ -2549,11 +2549,14 @@ def _mrope_timestamps(ns):
     "ex-models-index-notes",
     "nested = ...  # stems of the page's config files whose schedule notes mention text_config",
     "Recomputed from rope_schedule(p).notes for the page's files.",
-    "Look for 'text_config' in each note of schedule.notes.",
+    "Look for 'text_config' in each note of schedule.notes (the refused files have none).",
 )
 def _models_notes(ns):
+    refused = {r["file"] for r in ns["refused"]}
     want = [
-        p.stem for p in ns["files"] if any("text_config" in n for n in ns["rope_schedule"](p).notes)
+        p.stem
+        for p in ns["files"]
+        if p.stem not in refused and any("text_config" in n for n in ns["rope_schedule"](p).notes)
     ]
     return _equal(sorted(ns["nested"]), sorted(want), "nested")
 
@@ -2568,12 +2571,17 @@ def _models_width(ns):
     import json
 
     want = {}
+    refused = {r["file"] for r in ns["refused"]}
     for p in ns["files"]:
+        if p.stem in refused:
+            continue
         cfg = json.loads(p.read_text())
         cfg = cfg.get("text_config", cfg)
         width = cfg.get("hidden_size") or cfg.get("n_embd")
         heads = cfg.get("num_attention_heads") or cfg.get("n_head")
-        spec = next(x.spec for x in ns["rope_schedule"](p) if x.spec is not None)
+        spec = next((x.spec for x in ns["rope_schedule"](p) if x.spec is not None), None)
+        if spec is None or width is None or heads is None:  # no RoPE, or a diff-style file
+            continue
         if spec.rotary_dim != width // heads:
             want[p.stem] = (spec.rotary_dim, width // heads)
     got = {k: tuple(v) for k, v in dict(ns["differ"]).items()}

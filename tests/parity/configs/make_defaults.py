@@ -6,7 +6,8 @@ Two kinds, both labelled in the file name:
   (the version installed, recorded in each file's ``transformers_version``), for families
   whose released ``config.json`` was not found in a public mirror (see SOURCES.md).
 * ``<family>.handmade.json``: those defaults with the rope fields of the released model set
-  by hand to the values given in SOURCES.md (the released file itself was not found).
+  by hand to the values given in SOURCES.md (the released file itself was not found), or a
+  4.x-form file written by hand with the keys of the released model (``HANDMADE_4X``).
 * ``<model>.transformers5.json``: a released file of this folder loaded by its config class and
   written back (``Config(**file).to_dict()``, what ``save_pretrained`` stores): the released
   values in transformers' 5.x form (nested ``rope_parameters`` per layer type).
@@ -37,10 +38,60 @@ DEFAULTS = {
     "exaone4": "Exaone4Config",
     "hunyuan-v1-dense": "HunYuanDenseV1Config",
     "ernie4.5": "Ernie4_5Config",
+    "deepseek-v32": "DeepseekV32Config",
+    "glm-moe-dsa": "GlmMoeDsaConfig",
+    "kimi-linear": "KimiLinearConfig",
+    "lfm2": "Lfm2Config",
+    "zamba2": "Zamba2Config",
+    "olmo3": "Olmo3Config",
+    "qwen3.5": "Qwen3_5Config",
+    "qwen3.5-moe": "Qwen3_5MoeConfig",
+    "exaone4.5": "Exaone4_5_Config",
+    "voxtral": "VoxtralConfig",
+    "kimi-k2.5": "Kimi_K25Config",
+    "deepseek-v4": "DeepseekV4Config",
+    "qwen2": "Qwen2Config",
+    "exaone-moe": "ExaoneMoeConfig",
+    "laguna": "LagunaConfig",
+    "mellum": "MellumConfig",
+    "mimo-v2-flash": "MiMoV2FlashConfig",
+    "modernbert-decoder": "ModernBertDecoderConfig",
+    "jetmoe": "JetMoeConfig",
+    "glm-ocr-text": "GlmOcrTextConfig",
+    "helium": "HeliumConfig",
+    "openai-privacy-filter": "OpenAIPrivacyFilterConfig",
+    "afmoe": "AfmoeConfig",
+    "flint": "FlintConfig",
+    "blt-global-transformer": "BltGlobalTransformerConfig",
+    "blt-local-decoder": "BltLocalDecoderConfig",
+    "blt-local-encoder": "BltLocalEncoderConfig",
+    "blt-patcher": "BltPatcherConfig",
+    "moonshine-streaming": "MoonshineStreamingConfig",
+    "mllama-text": "MllamaTextConfig",
+    "kolibri1": "Kolibri1Config",
+    "glm-image-text": "GlmImageTextConfig",
+    "axk1": "AXK1Config",
+    "axk2": "AXK2Config",
+    "minicpm3": "MiniCPM3Config",
+    "youtu": "YoutuConfig",
+    "apertus1p5-text": "Apertus1p5TextConfig",
+    "aria-text": "AriaTextConfig",
+    "granite4-vision-text": "Granite4VisionTextConfig",
+    "granite-docling-text": "GraniteDoclingTextConfig",
+    "hyperclovax": "HyperCLOVAXConfig",
+    "minimax": "MiniMaxConfig",
+    "olmo-hybrid": "OlmoHybridConfig",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
 HANDMADE = {
+    "glm-image-text": {  # not a released value: the half slice the default sections need
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.5,
+        },
+    },
     "deepseek-v3": {
         "rope_parameters": {
             "rope_type": "yarn",
@@ -97,6 +148,91 @@ HANDMADE = {
         },
         "head_dim": 128,
     },
+    "deepseek-v32": {
+        "rope_parameters": {
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 40.0,
+            "original_max_position_embeddings": 4096,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+        },
+    },
+    "glm-moe-dsa": {
+        "num_hidden_layers": 8,
+        "indexer_types": ["full", "full", "full", "shared", "shared", "full", "shared", "shared"],
+        "layer_types": ["indexed_attention"] * 8,
+        "mlp_layer_types": ["dense"] * 3 + ["sparse"] * 5,
+    },
+    "zamba2": {"use_mem_rope": True},
+}
+
+# 4.x-form files written by hand (the released keys of the model, the class defaults left out)
+HANDMADE_4X = {
+    "olmo3": {
+        "model_type": "olmo3",
+        "architectures": ["Olmo3ForCausalLM"],
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "num_hidden_layers": 32,
+        "max_position_embeddings": 65536,
+        "sliding_window": 4096,
+        "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 8,
+        "rope_theta": 500000,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 8.0,
+            "original_max_position_embeddings": 8192,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "attention_factor": 1.2079441541679836,
+        },
+    },
+    "deepseek-v4": {
+        "model_type": "deepseek_v4",
+        "architectures": ["DeepseekV4ForCausalLM"],
+        "num_hidden_layers": 6,
+        "head_dim": 512,
+        "qk_rope_head_dim": 64,
+        "rope_theta": 10000.0,
+        "compress_rope_theta": 160000.0,
+        "compress_ratios": [0, 0, 4, 128, 4, 128],
+        "max_position_embeddings": 1048576,
+        "rope_scaling": {
+            "type": "yarn",
+            "factor": 16.0,
+            "original_max_position_embeddings": 65536,
+            "beta_fast": 32,
+            "beta_slow": 1,
+        },
+    },
+    "qwen2.5-1m": {
+        "model_type": "qwen2",
+        "architectures": ["Qwen2ForCausalLM"],
+        "hidden_size": 3584,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "max_position_embeddings": 1010000,
+        "rope_theta": 10000000.0,
+        "dual_chunk_attention_config": {
+            "chunk_size": 262144,
+            "local_size": 8192,
+            "original_max_position_embeddings": 262144,
+        },
+    },
+    "gemma3-4b.diff-style": {
+        "model_type": "gemma3",
+        "text_config": {
+            "model_type": "gemma3_text",
+            "hidden_size": 2560,
+            "num_hidden_layers": 34,
+            "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        },
+    },
 }
 
 
@@ -109,9 +245,10 @@ def _write(name: str, cfg: dict) -> None:
     path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf8")
 
 
-# class defaults that transformers' own rotary module cannot run (GLM-4V's default M-RoPE
-# sections [8, 12, 12] need the half-width rotary slice, which the defaults do not set)
-NOT_RUNNABLE = {"glm4v-text"}
+# class defaults that transformers' own rotary module cannot run (GLM-4V's and GLM-Image's
+# default M-RoPE sections [8, 12, 12] need the half-width rotary slice, which the defaults do
+# not set)
+NOT_RUNNABLE = {"glm4v-text", "glm-image-text"}
 
 
 def main() -> None:
@@ -121,6 +258,8 @@ def main() -> None:
             _write(f"{family}.transformers-defaults.json", cfg)
         if family in HANDMADE:
             _write(f"{family}.handmade.json", {**cfg, **HANDMADE[family]})
+    for name, cfg in HANDMADE_4X.items():
+        _write(f"{name}.handmade.json", cfg)
     for model, cls_name in RESAVED.items():
         released = json.loads((HERE / f"{model}.json").read_text(encoding="utf8"))
         body = {k: v for k, v in released.items() if k != "model_type"}
