@@ -372,3 +372,56 @@ def test_apply_rope_with_correct_tables_equals_the_reference_rotation():
     y = refimpl.apply_rope(x, pos, inv_freq=f, table_method="correct", inverse=True)
     c, s = cos_sin(pos, f, method="correct")
     assert np.array_equal(y, refimpl.reference_rotation(x, c, -s))
+
+
+CONFIGS = __import__("pathlib").Path(__file__).parent / "parity" / "configs"
+
+
+@pytest.mark.parametrize(
+    "name", ["gpt-oss-20b.json", "gemma3-1b-it.json", "deepseek-v2-lite.json", "smollm3-3b.json"]
+)
+def test_spec_method_correct_is_the_record_s_exact_frequencies_correctly_rounded(name):
+    sched = refimpl.rope_schedule(CONFIGS / name)
+    pos = np.array([0, 1, 7, 4095, 65537, 131071])
+    for spec in {layer.spec.key(): layer.spec for layer in sched if layer.spec}.values():
+        top = refimpl.spec_tables.position_limit(spec)
+        p = pos if top is None else pos[pos < top]
+        freqs = ROPE_SCALINGS[spec.rope_type].exact_frequencies(**spec.method_params())
+        want = cos_sin(p, freqs, attention_scaling=spec.attention_scaling, method="correct")
+        got = spec.cos_sin(p, method="correct")
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+        fast = spec.cos_sin(p)  # the fast path is within a few ulp of the position's angle
+        assert np.allclose(got[0], fast[0], rtol=0, atol=1e-9)
+        x = np.random.default_rng(0).standard_normal((len(p), spec.dim))
+        y = spec.apply(x, p, method="correct")
+        assert np.array_equal(y, refimpl.apply_rope_tables(
+            x, *got, pairing=spec.pairing, rotary_offset=spec.rotary_offset,
+            output_order=spec.output_order))  # fmt: skip
+
+
+def test_spec_method_is_for_float64_tables_only():
+    spec = refimpl.rope_from_config({"head_dim": 8, "rope_theta": 10000.0})
+    with pytest.raises(ValueError, match="method='correct' applies to precision='float64'"):
+        spec.cos_sin([1], precision="transformers-float32", method="correct")
+    with pytest.raises(ValueError, match="method='correct' applies"):
+        spec.apply(np.ones((1, 8)), [1], precision="ggml-float32", method="correct")
+    with pytest.raises(ValueError, match="method must be one of"):
+        spec.cos_sin([1], method="exact")
+    with pytest.raises(TypeError, match=r"RopeSpec\.apply got unexpected keyword"):
+        spec.apply(np.ones((1, 8)), [1], table_method="correct")
+
+
+def test_spec_with_frequencies_of_its_own_takes_them_exactly():
+    spec = refimpl.rope_from_config({"head_dim": 8, "rope_theta": 10000.0})
+    assert refimpl.spec_tables.exact_frequencies(spec).float64().tolist() == (
+        spec.inv_freq.tolist()
+    )
+    # float32 frequencies, as a GGUF file's rope_freqs tensor ships them: taken exactly
+    own = spec.inv_freq.astype(np.float32).astype(np.float64)
+    held = refimpl.spec.RopeSpec(
+        dim=8, rotary_dim=8, base=10000.0, rope_type="default", inv_freq=own
+    )
+    assert refimpl.spec_tables.exact_frequencies(held) is held.inv_freq
+    got = held.cos_sin([3, 1000], method="correct")
+    want = cos_sin([3, 1000], own, method="correct")
+    assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
