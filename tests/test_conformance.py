@@ -227,6 +227,11 @@ def test_half_tables_pass_in_bfloat16_and_fail_in_float32(suites, tmp_path):
     failing = [c for c in bad.cases if not c.ok]
     assert {c.pipeline for c in failing} == {"bfloat16-tables"}, str(bad)
     assert all("meets only bfloat16-tables" in c.message for c in failing)
+    # the checker, run on the probe case's basis vectors, names the same stage (its coupling
+    # floor once read every pair of a bfloat16-table rotation as rounding noise: "identity")
+    text = "\n".join(bad.diagnosis)
+    assert "bfloat16 tables" in text and "rotates no feature" not in text, text
+    assert "pipeline class bfloat16-tables (not accepted for float32 inputs)" in text, text
 
 
 def test_frequencies_computed_mode_hands_over_no_inv_freq(tmp_path):

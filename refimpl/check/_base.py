@@ -40,6 +40,12 @@ _COUPLING_TOL = 1e-9
 # Least-squares matrices from arrays carry the output's rounding: couplings below this many
 # units of the output dtype's epsilon are zero.
 _ARRAY_NOISE_ULPS = 64.0
+# ... but never more than this fraction: 64 bfloat16 epsilons (0.5) would call the coupling of
+# every pair of a bfloat16-table rotation (its summed |sin| is 0.1-0.5 of a feature's weight at
+# the probe positions) zero and read the rotation as the identity; 2**-6 is two bfloat16
+# epsilons, above the rounding of an uncoupled entry (0, or one rounding of a least-squares
+# zero) and below the coupling of any pair the probe positions turn by more than 1/64 rad.
+_ARRAY_NOISE_MAX = 2.0**-6
 # A pair block whose residual from s [[c, -s], [s, c]] exceeds this fraction of s is not a
 # rotation (bfloat16 tables give ~4e-3; a mixed layout O(1)).
 _ROTATION_TOL = 5e-2

@@ -13,6 +13,7 @@ import numpy as np
 from .._checks import as_float_array, as_positions
 from ..numerics import round_to
 from ._base import (
+    _ARRAY_NOISE_MAX,
     _ARRAY_NOISE_ULPS,
     _CALL_ELEMENTS,
     _LINEARITY_POSITIONS,
@@ -248,7 +249,7 @@ def _matrices_from_arrays(positions, x, y, d: int):
         if a.dtype.kind not in "fiu" or not np.all(np.isfinite(a)):
             raise ValueError(f"{name} must be finite real numbers")
     xs, ys = xs.astype(np.float64), ys.astype(np.float64)
-    noise = _ARRAY_NOISE_ULPS * _visible_eps(ys)
+    noise = min(_ARRAY_NOISE_ULPS * _visible_eps(ys), _ARRAY_NOISE_MAX)
     kept, mats, lin_err, short = [], [], 0.0, []
     for m in np.unique(pos_all):
         rows = pos_all == m

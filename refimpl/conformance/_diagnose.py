@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .._pipeline_classes import PIPELINE_CLASSES
+from .._pipeline_classes import PIPELINE_CLASSES, pipeline_class_for_stage
 from ..check import check_rope_arrays
 from ..config import RopeSpec
 from ..multiaxis import MROPE_LAYOUTS, mrope_axis_of_pair
@@ -94,7 +94,7 @@ def diagnose_cases(failed, manifest: Mapping) -> list[str]:
         checker = []
         if probe is not None and probe.got and not _layout_cause(found[probe.entry["name"]]):
             try:
-                checker = _checker_lines(probe)
+                checker = _checker_lines(probe, dtype)
             except Exception as exc:
                 checker = [
                     f"{probe.entry['name']}: the checker could not run on these arrays "
@@ -483,8 +483,9 @@ def _spec(rope: Mapping, inv) -> RopeSpec:
     )
 
 
-def _checker_lines(j) -> list[str]:
-    """The checker's error findings on a probe case's rows, with the spec as the expectation."""
+def _checker_lines(j, dtype: str) -> list[str]:
+    """The checker's error findings on a probe case's rows, with the spec as the expectation,
+    and the pipeline class of each rounded stage it read (whether a ``dtype`` suite accepts it)."""
     name, rope = j.entry["name"], j.entry["rope"]
     axes = pair_axes(rope)
     if axes is not None and rope["mrope_layout"] == "imrope" and np.any(axes == 3):
@@ -499,5 +500,22 @@ def _checker_lines(j) -> list[str]:
         rep = check_rope_arrays(pos[keep], lg.x.reshape(-1, d)[keep], g[keep], dim=d, expected=spec)
         errors = [f for f in rep.findings if getattr(f, "severity", "error") == "error"]
         out += [f"{name} ({lg.name}): checker: {f}" for f in errors]
+        out += _stage_lines(f"{name} ({lg.name})", rep.precision_stages, dtype) if errors else []
         break  # q_out and k_out hold the same probe rows
+    return out
+
+
+def _stage_lines(where: str, stages, dtype: str) -> list[str]:
+    """One line per half-precision stage the checker read: its pipeline class (the registry's
+    name, as the cases' ``pipeline`` column gives it) and whether a ``dtype`` suite accepts it."""
+    out = []
+    for st in stages:
+        cls = pipeline_class_for_stage(st.stage, st.format, dtype)
+        if cls is None:
+            continue
+        verdict = "accepted" if cls.accepted_for(dtype) else "not accepted"
+        out.append(
+            f"{where}: the {st.stage} in {st.format} are pipeline class {cls.name} "
+            f"({verdict} for {dtype} inputs)"
+        )
     return out
