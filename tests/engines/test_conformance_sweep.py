@@ -40,7 +40,7 @@ NAMED = {
     "pairing": "pairs features interleaved", "sign": "wrong way", "shift": "m + 1",
     "base": "frequencies", "index-origin": "frequencies", "unscaled": "scaling method",
     "output-order": "keeps the input order", "no-attention-scaling": "attention scaling",
-    "attention-scaling-twice": "applied twice", "rotated-twice": "frequencies",
+    "attention-scaling-twice": "applied twice", "rotated-twice": "applied 2 times",
     "varlen-no-restart": "not restarted", "decode-offsets-ignored": "offsets",
     "gqa-heads": "head loop", "gqa-keys-repeated": "keys rotated", "strides-ignored": "strides",
     "wrap-16": "16 bits", "int32-as-int64": "int32", "qkv-v-rotated": "v heads",
