@@ -118,8 +118,9 @@ def oracle_cos_sin(
     extra) is imported here, not by ``import refimpl``. The value computed at ``dps`` digits
     is rounded once through an exact rational, so the result is the correctly rounded float64
     unless the true value lies within about :math:`10^{-dps}` of a rounding boundary. Cost:
-    roughly 50 microseconds per entry, so 2^20 x 64 entries would take about an hour
-    (``benchmarks/bench_tables.py`` measures it).
+    about 60 to 300 microseconds per entry in the runs recorded in ``benchmarks/README.md``
+    (``benchmarks/bench_tables.py`` measures it), so 2^20 x 64 entries would take one to
+    several hours.
 
     References
     ----------

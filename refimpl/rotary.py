@@ -243,9 +243,11 @@ def cos_sin(
     bit: 0 mismatches on every sampled entry (``tests/test_correct.py`` on about 10^4 entries
     with the hard cases; ``make test-numerics`` on whole tables against MPFR;
     ``benchmarks/check_accurate_sample.py`` on 10^5 random entries). Cost
-    (``benchmarks/bench_tables.py``, ratios of one run): about 1.5-2 times the fast path for
-    runs of integer positions (angle addition from correctly rounded anchors), about 3-4 times
-    for fractional positions; the mpmath oracle costs about 60 microseconds per entry.
+    (``benchmarks/bench_tables.py``, CPU-time ratios of the runs recorded in
+    ``benchmarks/README.md``): about 1.9 times the fast path for runs of integer positions
+    (angle addition from correctly rounded anchors), about 6 times for fractional positions;
+    the mpmath oracle about 60 to 300 microseconds per entry, 10^3 to 10^4 times the fast
+    path.
 
     Examples
     --------
