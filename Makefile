@@ -8,6 +8,10 @@ BROWSER_STAMP := $(VENV)/.installed-browser
 JB     := $(VENV)/bin/jupyter-book
 # pytest-xdist workers for the test targets (auto: one per core).
 PYTEST_JOBS ?= auto
+# The built book the browser and workbook suites read: `book` brings it up to date first; CI,
+# which has just built it with `make test`, runs them side by side with BOOK_DEP= (two builds of
+# one tree at once would race).
+BOOK_DEP ?= book
 
 .PHONY: help venv venv-torch book book-clean test test-fast lint format test-parity test-gpu \
 	test-browser clean experiments bench
@@ -86,7 +90,7 @@ test-parity: $(TORCH_STAMP)
 test-gpu: $(TORCH_STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs -m gpu tests/gpu
 
-test-browser: $(BROWSER_STAMP) book
+test-browser: $(BROWSER_STAMP) $(BOOK_DEP)
 	REFIMPL_BROWSER_TESTS=1 $(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_JOBS) tests/browser
 
 clean:
@@ -108,3 +112,8 @@ bench: $(TORCH_STAMP)
 
 # Targets of individual areas (workbook, engines, conformance, ...) live in mk/*.mk.
 -include $(wildcard mk/*.mk)
+
+# CI: every suite's set-up, one after another (they install into one venv), so that the suites
+# after `make test` can run side by side (.ci/run).
+.PHONY: ci-setup
+ci-setup: $(TORCH_STAMP) $(CHECKER_PEERS_STAMP) venv-timm $(BROWSER_STAMP) $(ENGINE_STAMP) vllm-rotary

@@ -35,7 +35,7 @@ workbook-zip: workbook
 workbook-clean:
 	rm -rf $(WORKBOOK) $(WORKBOOK_INSTRUCTOR)
 
-test-workbook: $(STAMP) book
+test-workbook: $(STAMP) $(BOOK_DEP)
 	REFIMPL_WORKBOOK_FULL=1 REFIMPL_BUILT_BOOK=1 HYPOTHESIS_PROFILE=ci \
 		$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_JOBS) tests/test_workbook.py
 

@@ -316,11 +316,6 @@ def test_toc_chapters_leave_out_the_reference_part():
     assert "book/glossary" not in chapters and "book/api-encodings" not in chapters
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the chapter pages show 5 310 code lines; the chapter rewrite brings them within "
-    "SHOWN_CODE_BUDGET, and this marker goes when it is merged (strict: a pass fails the run)",
-)
 def test_shown_code_stays_within_budget(built_book):
     counts = shown_code_by_chapter(built_book)
     total = sum(a + b for a, b in counts.values())

@@ -32,6 +32,9 @@ WIDTHS = {"phone": 420, "desktop": 1400}
 #: A display equation whose content starts further left than its box by more than this is
 #: cut off (sub-pixel rounding aside).
 CLIP_TOLERANCE_PX = 2
+#: How long a page load, MathJax's typesetting or the search may take (ms): CI runs this suite
+#: beside the other suites on two cores, where the largest pages take tens of seconds to typeset.
+WAIT_MS = 90_000
 HTML = pathlib.Path(os.environ.get("REFIMPL_BOOK_HTML", ROOT / "_build" / "html"))
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = os.environ.get("REFIMPL_CHROMIUM", "/usr/bin/chromium")
@@ -99,6 +102,8 @@ def browser():
 
 def _new_page(browser, width: int):
     context = browser.new_context(viewport={"width": width, "height": 1000})
+    context.set_default_timeout(WAIT_MS)
+    context.set_default_navigation_timeout(WAIT_MS)
     pg = context.new_page()
     pg.requests = []
     pg.on("request", lambda r: pg.requests.append(r.url))
@@ -133,7 +138,7 @@ def _foreign(urls: list[str]) -> list[str]:
 
 def _wait_for_mathjax(pg) -> None:
     pg.wait_for_function(
-        "window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20000
+        "window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=WAIT_MS
     )
     pg.evaluate("MathJax.startup.promise")
 
@@ -277,7 +282,7 @@ def test_solutions_are_hidden_and_open_on_click(page, server, rel):
 @pytest.mark.parametrize("term", ["YaRN", "ALiBi", "rotation"])
 def test_search_finds(page, server, term):
     page.goto(f"{server}/search.html?q={term}", wait_until="load")
-    page.wait_for_selector("#search-results li", timeout=20000)
+    page.wait_for_selector("#search-results li", timeout=WAIT_MS)
     assert page.locator("#search-results li").count() >= 1
     assert not _foreign(page.requests)
 
