@@ -771,3 +771,16 @@ def test_a_zip_written_inside_the_workbook_does_not_contain_itself(tmp_path):
     assert "workbook/a.ipynb" in names
     assert not any(n.endswith("refimpl-workbook.zip") or n.endswith(".zip.tmp") for n in names)
     assert out.stat().st_size < 10_000
+
+
+def test_the_pairing_check_takes_the_engines_names_and_lists_the_words(capsys):
+    import refimpl
+
+    mystery = checks.given_mystery()
+    truth = refimpl.check_rope(mystery, dim=8).pairing
+    alias = {"half": "neox", "interleaved": "gptj"}[truth]
+    checks.check("ex-pair-detect", {"mystery": mystery, "verdict": alias})
+    assert "[ex-pair-detect] PASS" in capsys.readouterr().out
+    checks.check("ex-pair-detect", {"mystery": mystery, "verdict": "rotate-half-ish"})
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "'half' or 'interleaved'" in out, out

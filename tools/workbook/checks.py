@@ -554,10 +554,15 @@ def _rope_direction(ns):
     if not g:
         return g
     g_t = grade_apply_rope(lambda x, p: fn(x, p, transpose=True), dim=8)
-    if g_t or "wrong way" not in str(g_t):
+    if g_t:
+        return _failed(
+            "blockwise(..., transpose=True) rotates the same way as transpose=False; it should "
+            "use R(m theta).T, a rotation by -m theta, which the grader calls the wrong direction"
+        )
+    if "wrong way" not in str(g_t):
         return _failed(
             "blockwise(..., transpose=True) should use R(m theta).T, a rotation by -m theta; "
-            f"the grader says: {g_t}"
+            f"instead it fails for another reason: {g_t}"
         )
     return _passed("R passes, and the transposed block rotates the wrong way")
 
@@ -616,6 +621,11 @@ def _pair_reshape(ns):
     )
 
 
+#: Engines' names for the two pairings, read as the words the prompt asks for.
+_PAIRING_ALIASES = {"neox": "half", "rotate_half": "half", "gptj": "interleaved",
+                    "normal": "interleaved"}  # fmt: skip
+
+
 @_add(
     "ex-pair-detect",
     """
@@ -629,9 +639,12 @@ verdict = ...              # "half" or "interleaved"
 def _pair_detect(ns):
     truth = refimpl.check_rope(ns["mystery"], dim=8).pairing
     other = {"half": "interleaved", "interleaved": "half"}[truth]
-    g = _choice(
-        ns["verdict"], truth, "the pairing", {other: f"No: the sine lands elsewhere ({other})."}
-    )
+    verdict = ns["verdict"]
+    if isinstance(verdict, str):
+        verdict = _PAIRING_ALIASES.get(verdict.strip().lower(), verdict)
+        if verdict.strip().lower() not in ("half", "interleaved"):
+            return _failed(f"the verdict should be 'half' or 'interleaved', got {ns['verdict']!r}.")
+    g = _choice(verdict, truth, "the pairing", {other: f"No: the sine lands elsewhere ({other})."})
     return _all(g, grade_apply_rope(ns["mystery"], dim=8, pairing=truth))
 
 
