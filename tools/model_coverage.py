@@ -145,35 +145,49 @@ def jsonable(value):
 # --------------------------------------------------------------------------- fingerprints
 
 
-def fingerprint(schedule) -> list:
-    """A compact summary of a schedule: runs of layers with their width, pairing, order,
-    offset, base, attention scaling, inv_freq digest and indexer width."""
-    out = []
+def fingerprint(schedule) -> str:
+    """A digest of a schedule: per run of alike layers, its width, pairing, output order,
+    offset, base, attention scaling, frequencies (to 12 digits) and indexer width."""
+    runs = []
     for first, last, layer in schedule.runs():
         spec = layer.spec
         if spec is None:
-            out.append([first, last, None])
+            runs.append([first, last, None])
             continue
-        inv = np.round(np.asarray(spec.inv_freq, dtype=np.float64), 12)
-        digest = hashlib.sha256(np.array2string(inv, precision=12).encode()).hexdigest()[:16]
-        out.append(
+        inv = np.asarray(spec.inv_freq, dtype=np.float64)
+        runs.append(
             [
                 first,
                 last,
-                {
-                    "dim": spec.dim,
-                    "rotary_dim": spec.rotary_dim,
-                    "pairing": spec.pairing,
-                    "output_order": spec.output_order,
-                    "rotary_offset": spec.rotary_offset,
-                    "base": spec.base,
-                    "attention_scaling": round(float(spec.attention_scaling), 12),
-                    "inv_freq": digest,
-                    "indexer": None if layer.indexer is None else layer.indexer.rotary_dim,
-                },
+                spec.dim,
+                spec.rotary_dim,
+                spec.pairing,
+                spec.output_order,
+                spec.rotary_offset,
+                f"{spec.base:.12g}",
+                f"{float(spec.attention_scaling):.12g}",
+                [f"{v:.12g}" for v in inv],
+                None if layer.indexer is None else layer.indexer.rotary_dim,
             ]
         )
-    return out
+    text = json.dumps(runs, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def summary(schedule) -> str:
+    """One line: layers, and per kind of layer its rotated / head width and pairing."""
+    kinds: dict = {}
+    for layer in schedule:
+        spec = layer.spec
+        key = (
+            "NoPE"
+            if spec is None
+            else f"{spec.rotary_dim}/{spec.dim} {spec.pairing}"
+            + (" (half-order out)" if spec.output_order == "half" else "")
+        )
+        kinds[key] = kinds.get(key, 0) + 1
+    parts = [f"{n} x {k}" if len(kinds) > 1 else k for k, n in kinds.items()]
+    return f"{len(schedule)} layers: " + ", ".join(parts)
 
 
 def refimpl_reading(cfg: dict):
@@ -552,7 +566,7 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
                 result["why"] = f"transformers has no rotary module ({kind}); refusal names another"
             return result
         if all(layer.spec is None for layer in got):
-            result.update(status="matched", fingerprint=fingerprint(got))
+            result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
         else:
             result.update(
                 status="silent", why=f"refimpl reads RoPE; transformers has none ({kind})"
@@ -562,15 +576,15 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     if how == "refused":
         documented = text_type in fam.UNSUPPORTED or text_type in fam.TOWERS
         broken = None if tower or documented else forward_failure(rot_cls, text)
-        heads = getattr(text, "num_attention_heads", None)
-        hidden = getattr(text, "hidden_size", None)
+        heads = vars(text).get("num_attention_heads")
+        hidden = vars(text).get("hidden_size")
         if (
             not broken
             and "not divisible" in got
             and isinstance(heads, int)
             and isinstance(hidden, int)
             and hidden % heads
-            and getattr(text, "head_dim", None) is None
+            and vars(text).get("head_dim") is None
         ):
             broken = (
                 f"no head_dim and hidden_size {hidden} is not a multiple of "
@@ -610,13 +624,15 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     if diffs:
         result.update(status="silent", why="; ".join(diffs))
     else:
-        result.update(status="matched", fingerprint=fingerprint(got))
+        result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
     result["inv_freq"] = agreement
     return result
 
 
 def api_of(message: str) -> str | None:
-    names = re.findall(r"refimpl(?:\.\w+)+", message)
+    names = [
+        n for n in re.findall(r"refimpl(?:\.\w+)+", message) if not n.startswith("refimpl.families")
+    ]
     return ", ".join(dict.fromkeys(n.rstrip(".") for n in names)) or None
 
 
@@ -657,12 +673,17 @@ def judge_type(model_type: str, stored: list) -> tuple[dict, dict | None]:
         "rotary": worst.get("rotary"),
         "transformers": worst.get("transformers"),
         "decoder": worst.get("decoder"),
+        "summary": worst.get("summary"),
     }
     if worst.get("why"):
         entry["why"] = worst["why"]
-    prints = [e.get("fingerprint") for e in entries]
-    matched = all(e["status"] == "matched" for e in entries)
-    entry["fingerprints"] = dict(zip(sources, prints, strict=True)) if matched else {}
+    agreements = {e.get("inv_freq") for e in entries}
+    entry["inv_freq"] = next((a for a in ("float32", "float64") if a in agreements), None)
+    if entry["status"] in FINAL:
+        # per source, what the test re-checks without transformers
+        entry["checks"] = {
+            src: e.get("fingerprint", "refused") for src, e in zip(sources, entries, strict=True)
+        }
     return {k: v for k, v in entry.items() if v is not None}, class_cfg
 
 
@@ -735,9 +756,11 @@ def main(argv=None) -> int:
     if open_:
         out["open"] = open_
     TABLE.write_text(json.dumps(out, indent=1, sort_keys=False) + "\n")
-    CLASS_CONFIGS.write_text(
-        json.dumps(class_cfgs, indent=None, sort_keys=True, separators=(",", ":")) + "\n"
-    )
+    # one line per type, keys in the config class's order (refimpl names the first marker key)
+    lines = [
+        f"{json.dumps(k)}:{json.dumps(v, separators=(',', ':'))}" for k, v in class_cfgs.items()
+    ]
+    CLASS_CONFIGS.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     print(f"wrote {TABLE.relative_to(ROOT)} and {CLASS_CONFIGS.relative_to(ROOT)}")
     return 0
 
