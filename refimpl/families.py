@@ -1633,6 +1633,7 @@ NO_ROPE: Mapping[str, tuple] = MappingProxyType(
             "flava_text_model",
             "fnet",
             "fun_asr_nano_encoder",
+            "git",
             "git_vision_model",
             "got_ocr2_vision",
             "gpt-sw3",
@@ -1662,7 +1663,10 @@ NO_ROPE: Mapping[str, tuple] = MappingProxyType(
             "lilt",
             "longformer",
             "luke",
+            "lxmert",
             "markuplm",
+            "mask2former",
+            "maskformer",
             "mbart",
             "megatron-bert",
             "metaclip_2_text_model",
@@ -1676,6 +1680,7 @@ NO_ROPE: Mapping[str, tuple] = MappingProxyType(
             "mvp",
             "nystromformer",
             "omniasr_audio",
+            "oneformer",
             "openai-gpt",
             "opt",
             "ovis2_vision",
@@ -1727,6 +1732,7 @@ NO_ROPE: Mapping[str, tuple] = MappingProxyType(
             "tapas",
             "timesformer",
             "timm_wrapper",
+            "tvp",
             "unispeech",
             "unispeech-sat",
             "videomt",
@@ -1861,12 +1867,16 @@ NO_ROPE: Mapping[str, tuple] = MappingProxyType(
             "pp_lcnet",
             "pp_lcnet_v3",
             "pp_lcnet_v4",
+            "pp_ocrv5_mobile_rec",
+            "pp_ocrv5_server_rec",
+            "pp_ocrv6_small_rec",
             "pvt_v2",
             "regnet",
             "resnet",
             "rt_detr_resnet",
             "rwkv",
             "segformer",
+            "superglue",
             "superpoint",
             "swiftformer",
             "textnet",
@@ -2040,7 +2050,7 @@ def resolve(cfg: dict, notes: list) -> Reading:
             + (f" (refimpl: {api})" if api else "")
         )
     family = family_for(model_type)
-    if family is None and "text_config" not in cfg:
+    if family is None and "text_config" not in cfg and "num_attention_heads" not in text:
         composed = sorted(
             k
             for k, v in text.items()

@@ -1021,3 +1021,51 @@ def test_families_with_a_rope_per_layer_type_in_the_class():
         rope_schedule({"model_type": "mimo_v2_flash", "num_hidden_layers": 2})
     exa = rope_schedule({"model_type": "exaone_moe", "num_hidden_layers": 4, "head_dim": 64})
     assert [x.spec is None for x in exa] == [False, False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "kind", "api"),
+    [
+        ("gpt2", "learned absolute positions", None),
+        ("bloom", "ALiBi", "refimpl.bias.alibi_bias"),
+        ("t5", "relative position buckets", "refimpl.bias.t5_bias"),
+        ("whisper", "sinusoidal absolute positions", "refimpl.absolute.sinusoidal"),
+        ("mamba", "no position encoding", None),
+    ],
+)
+def test_types_without_rope_are_refused_naming_their_positions(model_type, kind, api):
+    # hand-made: a rope_theta does not make a model without a rotary embedding rotate
+    cfg = {"model_type": model_type, "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 1e4}
+    with pytest.raises(ValueError) as err:
+        rope_schedule(cfg)
+    msg = str(err.value)
+    assert f"model_type {model_type!r} has no RoPE" in msg and kind in msg
+    assert (api in msg) if api else "(refimpl:" not in msg
+
+
+def test_a_wrapper_of_a_decoder_without_rope_is_refused_by_the_decoder():
+    cfg = {"model_type": "blip-2", "text_config": {"model_type": "opt"}}  # hand-made
+    with pytest.raises(ValueError, match=r"model_type 'opt' has no RoPE.*learned absolute"):
+        rope_schedule(cfg)
+
+
+def test_no_rope_types_have_no_family_record():
+    from refimpl.families import FAMILIES, NO_ROPE
+
+    types = [t for kinds in NO_ROPE.values() for t in kinds]
+    assert len(types) == len(set(types))
+    assert not set(types) & set(FAMILIES)
+
+
+def test_configs_composed_of_models_are_refused_naming_the_part():
+    cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
+        "model_type": "my-encoder-decoder",
+        "encoder": {"model_type": "bert", "hidden_size": 64},
+        "decoder": {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4},
+    }
+    with pytest.raises(ValueError, match=r"composes other models.*\['decoder', 'encoder'\]"):
+        rope_schedule(cfg)
+    # a decoder whose config also holds a codec's config is read as a decoder
+    cfg = {"model_type": "my-speech-decoder", "hidden_size": 64, "num_attention_heads": 4}
+    cfg |= {"rope_theta": 1e4, "num_hidden_layers": 2, "codec_config": {"model_type": "mimi"}}
+    assert [layer.spec.rotary_dim for layer in rope_schedule(cfg)] == [16, 16]

@@ -507,13 +507,25 @@ def compare(schedule, tables: dict, layers: list | None, pairing) -> tuple[list[
     return diffs, agreement
 
 
+TOWER_KEYS = (
+    "patch_size",
+    "image_size",
+    "num_mel_bins",
+    "sampling_rate",
+    "num_channels",
+    "feature_size",
+    "num_feat_extract_layers",
+)
+TOWER_TYPES = re.compile(r"vision|audio|speech|encoder|wav2vec|conformer|sapiens|parakeet|mel")
+
+
 def tower_reason(config, rotary_cls) -> str | None:
     """Why a config's RoPE turns over positions that are not tokens (None: it does not)."""
     if rotary_cls is not None and tower_word(rotary_cls.__name__, config):
         return f"its rotary module {rotary_cls.__name__} turns over non-token positions"
-    for key in ("patch_size", "image_size", "num_mel_bins", "sampling_rate", "num_channels"):
-        if hasattr(config, key) and not hasattr(config, "vocab_size"):
-            return f"its config has {key} and no vocabulary: an encoder over patches or frames"
+    keys = [k for k in TOWER_KEYS if k in vars(config)]
+    if keys and (not vars(config).get("vocab_size") or TOWER_TYPES.search(config.model_type)):
+        return f"{config.model_type} is an encoder over patches or frames (config keys {keys})"
     return None
 
 
@@ -531,7 +543,7 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     if text is not config:
         result["decoder"] = text_type
     if rot_cls is None:
-        subs = composed_of(text)
+        subs = composed_of(text) if "num_attention_heads" not in cfg_dict else []
         if subs:
             result["transformers"] = f"composed of other models ({', '.join(subs)})"
             named = how == "refused" and "composes other models" in got
@@ -575,6 +587,10 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     tower = tower_reason(text, rot_cls)
     if how == "refused":
         documented = text_type in fam.UNSUPPORTED or text_type in fam.TOWERS
+        if "whose class ignores text_config" in got and getattr(text, "text_config", None) is None:
+            # the file puts its decoder keys in a text_config that its config class never reads
+            result["transformers"] = f"{type(text).__name__} ignores the file's text_config"
+            documented = True
         broken = None if tower or documented else forward_failure(rot_cls, text)
         heads = vars(text).get("num_attention_heads")
         hidden = vars(text).get("hidden_size")
