@@ -88,6 +88,7 @@ POSITION_KINDS = (
         r"relative_position_bias_table|rel_pos_bias|relative_position_index",
         "relative position bias tables",
     ),
+    (r"relative_positional|RelPositional|linear_pos\b", "relative sinusoidal positions"),
     (
         r"SinusoidalPositionalEmbedding|sinusoid|SinusoidsPositionEmbedding",
         "sinusoidal absolute positions",
@@ -98,8 +99,21 @@ POSITION_KINDS = (
         "learned absolute positions",
     ),
 )
-# rotary code that is not in a *RotaryEmbedding class (conformer and ViT variants, RoFormer)
-ROTARY_CODE = re.compile(r"rotary|\bRoPE\b|_rope\b|\brope_")
+# a call of rotary code that is not in a *RotaryEmbedding class (conformer and ViT variants,
+# RoFormer); a definition that nothing calls (Jamba, Nemotron-H) or a comment is not one
+ROTARY_CALL = re.compile(r"\w*(?:rotary|_rope|rope_)\w*\(", re.I)
+
+
+def calls_rotary_code(source: str) -> bool:
+    for line in source.splitlines():
+        line = line.strip()
+        if line.startswith(("#", "def ", "@")):
+            continue
+        if ROTARY_CALL.search(line.split("#")[0]):
+            return True
+    return False
+
+
 # sub-model configs that are settings of the model itself, not other models
 OWN_SUBCONFIGS = ("text_config", "attn_config")
 
@@ -307,7 +321,7 @@ def position_kind(module) -> str:
     """What a modeling file without a rotary module uses for positions (the first of
     POSITION_KINDS its source names; none of them: no positions in attention)."""
     source = inspect.getsource(module)
-    if ROTARY_CODE.search(source):
+    if calls_rotary_code(source):
         return "rotary code outside a RotaryEmbedding class"
     for pattern, kind in POSITION_KINDS:
         if re.search(pattern, source):
@@ -516,7 +530,9 @@ TOWER_KEYS = (
     "feature_size",
     "num_feat_extract_layers",
 )
-TOWER_TYPES = re.compile(r"vision|audio|speech|encoder|wav2vec|conformer|sapiens|parakeet|mel")
+TOWER_TYPES = re.compile(
+    r"vision|audio|speech|encoder|wav2vec|conformer|sapiens|parakeet|mel|seamless|lightglue"
+)
 
 
 def tower_reason(config, rotary_cls) -> str | None:
@@ -559,7 +575,7 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
         kind = position_kind(modeling)
         result["transformers"] = f"no rotary module ({kind})"
         if kind.startswith("rotary code") and how == "refused":
-            if tower_reason(text, None):
+            if tower_reason(text, None) or TOWER_TYPES.search(text.model_type):
                 result.update(status="refused", reason=got, api=api_of(got))
             else:
                 result.update(
