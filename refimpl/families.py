@@ -1392,6 +1392,83 @@ _RECORDS = (
     ),
 )
 
+# Records for decoders whose rope is an existing record's, under their own config class's
+# defaults (each checked by tools/model_coverage.py against the rotary module transformers
+# builds for it).
+_NAMED = {fam.name: fam for fam in _RECORDS}
+_RECORDS += (
+    _like(
+        _NAMED["modernbert-decoder"],
+        "modernbert",
+        ("modernbert",),
+        "ModernBertConfig",
+        _NAMED["modernbert-decoder"].defaults,
+        source=_tf("modernbert") + " (a rope per layer type; the encoder ModernBERT-decoder "
+        "repeats)",
+    ),
+    _like(
+        _NAMED["modernbert-decoder"],
+        "t5gemma2_text",
+        ("t5gemma2_text", "t5gemma2_decoder"),
+        "T5Gemma2TextConfig",
+        _d(
+            2304,
+            8,
+            26,
+            131072,
+            1e6,
+            head_dim=256,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+            },
+        ),
+        source=_tf("t5gemma2") + " (a rope per layer type, Gemma 3's; T5Gemma2DecoderConfig "
+        "has the same defaults)",
+    ),
+    _like(
+        _LLAMA,
+        "emu3_text_model",
+        ("emu3_text_model",),
+        "Emu3TextConfig",
+        _d(4096, 32, 32, 9216, 1e6),
+        source=_tf("emu3"),
+    ),
+    _like(
+        _LLAMA,
+        "deepseek_ocr2_text",
+        ("deepseek_ocr2_text",),
+        "DeepseekOcr2TextConfig",
+        _d(4096, 32, 32, 2048, 1e4, head_dim=128),
+        source=_tf("deepseek_ocr2"),
+    ),
+    _like(
+        _LLAMA,
+        "voxtral_realtime_text",
+        ("voxtral_realtime_text",),
+        "VoxtralRealtimeTextConfig",
+        _d(4096, 32, 32, 131072, 1e4, head_dim=128),
+        source=_tf("voxtral_realtime"),
+    ),
+    _like(
+        _LLAMA,
+        "dia_decoder",
+        ("dia_decoder",),
+        "DiaDecoderConfig",
+        _d(2048, 16, 18, 3072, 1e4, head_dim=128),
+        source=_tf("dia") + " (the decoder over audio-code frames, one position per frame)",
+    ),
+    _like(
+        _NAMED["qwen2_5_vl"],
+        "qwen2_5_omni_text",
+        ("qwen2_5_omni_text",),
+        "Qwen2_5OmniTextConfig",
+        _d(3584, 28, 28, 32768, 1e6),
+        source=_tf("qwen2_5_omni") + " (the thinker's decoder: Qwen2.5-VL's M-RoPE, "
+        "mrope_section default [16, 24, 24])",
+    ),
+)
+
 FAMILIES: Mapping[str, Family] = MappingProxyType(
     {model_type: fam for fam in _RECORDS for model_type in (fam.name, *fam.model_types)}
 )
@@ -1415,6 +1492,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "cosmos3_omni": ("qwen3_vl_text", False),
         "deepseek_vl": ("llama", False),
         "deepseek_vl_hybrid": ("llama", False),
+        "deepseek_ocr2": ("deepseek_ocr2_text", True),
         "emu3": ("emu3_text_model", True),
         "ernie4_5_vl_moe": ("ernie4_5_vl_moe_text", True),
         "exaone4_5": ("exaone4", False),
@@ -1456,6 +1534,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "minicpmv4_7": ("qwen3_5_text", False),
         "mistral3": ("mistral", False),
         "mllama": ("mllama_text_model", True),
+        "modernvbert": ("modernbert", False),
         "molmo2": ("molmo2_text", True),
         "moss_transcribe_diarize": ("qwen3", False),
         "musicflamingo": ("qwen2", False),
@@ -1463,6 +1542,9 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "ovis2": ("qwen2", False),
         "paddleocr_vl": ("paddleocr_vl_text", True),
         "paligemma": ("gemma", False),
+        "pe_audio": ("modernbert", False),
+        "pe_audio_video": ("modernbert", False),
+        "pe_video": ("modernbert", False),
         "perception_lm": ("llama", False),
         "pp_chart2table": ("qwen2", False),
         "qianfan_ocr": ("qwen3", False),
@@ -1477,6 +1559,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "qwen3_vl": ("qwen3_vl_text", True),
         "qwen3_vl_moe": ("qwen3_vl_moe_text", True),
         "shieldgemma2": ("gemma3_text", False),
+        "t5gemma2_encoder": ("t5gemma2_text", True),
         "smolvlm": ("llama", False),
         "vibevoice": ("qwen2", False),
         "vibevoice_asr": ("qwen2", False),

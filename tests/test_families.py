@@ -1069,3 +1069,39 @@ def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {"model_type": "my-speech-decoder", "hidden_size": 64, "num_attention_heads": 4}
     cfg |= {"rope_theta": 1e4, "num_hidden_layers": 2, "codec_config": {"model_type": "mimi"}}
     assert [layer.spec.rotary_dim for layer in rope_schedule(cfg)] == [16, 16]
+
+
+_F = ["full_attention"]
+_FSS = {"num_hidden_layers": 3, "layer_types": _F + ["sliding_attention"] * 2}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "bases", "width"),
+    [  # hand-made configs, reading through each class's defaults
+        ({"model_type": "modernbert", **_FSS}, [160000.0, 1e4, 1e4], 64),
+        ({"model_type": "pe_audio", "text_config": _FSS}, None, 64),
+        (
+            {
+                "model_type": "t5gemma2_decoder",
+                "num_hidden_layers": 6,
+                "layer_types": ["sliding_attention"] * 5 + _F,
+            },
+            [1e4] * 5 + [1e6],
+            256,
+        ),
+        ({"model_type": "emu3", "text_config": {}}, [1e6] * 32, 128),
+        ({"model_type": "deepseek_ocr2", "text_config": {}}, [1e4] * 32, 128),
+        ({"model_type": "dia_decoder"}, [1e4] * 18, 128),
+        ({"model_type": "voxtral_realtime_text", "num_hidden_layers": 2}, [1e4] * 2, 128),
+    ],
+)
+def test_records_that_reuse_a_rope(cfg, bases, width):
+    sched = rope_schedule(cfg)
+    assert {layer.spec.rotary_dim for layer in sched} == {width}
+    if bases is not None:
+        assert [layer.spec.base for layer in sched] == bases
+
+
+def test_qwen2_5_omni_thinker_reads_qwen2_5_vl_sections():
+    spec = rope_schedule({"model_type": "qwen2_5_omni_thinker", "text_config": {}})[0].spec
+    assert spec.mrope_section == (16, 24, 24) and spec.rotary_dim == 128
