@@ -1467,6 +1467,66 @@ _RECORDS += (
         source=_tf("qwen2_5_omni") + " (the thinker's decoder: Qwen2.5-VL's M-RoPE, "
         "mrope_section default [16, 24, 24])",
     ),
+    _like(
+        _NAMED["qwen2_5_vl"],
+        "paddleocr_vl_text",
+        ("paddleocr_vl_text",),
+        "PaddleOCRTextConfig",
+        _d(1024, 16, 18, 131072, 500000.0, head_dim=128),
+        source=_tf("paddleocr_vl") + " (blocked M-RoPE sections, default [16, 24, 24])",
+    ),
+    _like(
+        _NAMED["qwen3_vl"],
+        "cosmos3_edge_text",
+        ("cosmos3_edge_text",),
+        "Cosmos3EdgeTextConfig",
+        _d(2048, 16, 28, 131072, 1e8, head_dim=128),
+        source=_tf("cosmos3_edge") + " (interleaved M-RoPE sections, default [24, 20, 20])",
+    ),
+    _like(
+        _NAMED["modernbert-decoder"],
+        "gemma3n_text",
+        ("gemma3n_text",),
+        "Gemma3nTextConfig",
+        _d(
+            2048,
+            8,
+            35,
+            32768,
+            1e6,
+            head_dim=256,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+            },
+        ),
+        source=_tf("gemma3n") + " (a rope per layer type, Gemma 3's)",
+    ),
+    _like(
+        _NAMED["lfm2"],
+        "lfm3",
+        ("lfm3",),
+        "Lfm3Config",
+        _d(
+            2048,
+            16,
+            24,
+            128000,
+            1e6,
+            head_dim=128,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {
+                    "rope_type": "proportional",
+                    "rope_theta": 1000000.0,
+                    "partial_rotary_factor": 0.5,
+                },
+            },
+        ),
+        honours_partial=True,
+        source=_tf("lfm3") + " (conv layers have no attention; a rope per attention layer "
+        "type, proportional on full attention)",
+    ),
 )
 
 FAMILIES: Mapping[str, Family] = MappingProxyType(
@@ -1492,6 +1552,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "cosmos3_omni": ("qwen3_vl_text", False),
         "deepseek_vl": ("llama", False),
         "deepseek_vl_hybrid": ("llama", False),
+        "cosmos3_edge": ("cosmos3_edge_text", True),
         "deepseek_ocr2": ("deepseek_ocr2_text", True),
         "emu3": ("emu3_text_model", True),
         "ernie4_5_vl_moe": ("ernie4_5_vl_moe_text", True),

@@ -1105,3 +1105,24 @@ def test_records_that_reuse_a_rope(cfg, bases, width):
 def test_qwen2_5_omni_thinker_reads_qwen2_5_vl_sections():
     spec = rope_schedule({"model_type": "qwen2_5_omni_thinker", "text_config": {}})[0].spec
     assert spec.mrope_section == (16, 24, 24) and spec.rotary_dim == 128
+
+
+def test_m_rope_decoders_of_paddleocr_vl_and_cosmos3_edge():
+    paddle = rope_schedule({"model_type": "paddleocr_vl", "text_config": {}})[0].spec
+    assert (paddle.mrope_section, paddle.mrope_layout, paddle.base) == (
+        (16, 24, 24),
+        "blocked",
+        5e5,
+    )
+    cosmos = rope_schedule({"model_type": "cosmos3_edge", "text_config": {}})[0].spec
+    assert (cosmos.mrope_section, cosmos.mrope_layout) == ((24, 20, 20), "interleaved")
+
+
+def test_gemma3n_and_lfm3_read_a_rope_per_layer_type():
+    types = ["sliding_attention"] * 4 + ["full_attention"]
+    g = rope_schedule({"model_type": "gemma3n_text", "num_hidden_layers": 5, "layer_types": types})
+    assert [layer.spec.base for layer in g] == [1e4] * 4 + [1e6]
+    types = ["conv", "full_attention", "sliding_attention"]
+    lfm = rope_schedule({"model_type": "lfm3", "num_hidden_layers": 3, "layer_types": types})
+    assert lfm[0].spec is None
+    assert (lfm[1].spec.rope_type, lfm[1].spec.base, lfm[2].spec.base) == ("proportional", 1e6, 1e4)

@@ -603,6 +603,15 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     tower = tower_reason(text, rot_cls)
     if how == "refused":
         documented = text_type in fam.UNSUPPORTED or text_type in fam.TOWERS
+        kind = vars(text).get("position_embedding_type", "rotary")
+        if (
+            kind not in ("rotary", "rope")
+            and "position_embedding_type" in got
+            and "position_embedding_type ==" in inspect.getsource(modeling)
+        ):
+            # the model builds its rotary module only for position_embedding_type rotary/rope
+            result["transformers"] = f"position_embedding_type {kind!r}: no RoPE"
+            documented = True
         if "whose class ignores text_config" in got and getattr(text, "text_config", None) is None:
             # the file puts its decoder keys in a text_config that its config class never reads
             result["transformers"] = f"{type(text).__name__} ignores the file's text_config"
