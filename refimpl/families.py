@@ -1527,6 +1527,45 @@ _RECORDS += (
         source=_tf("lfm3") + " (conv layers have no attention; a rope per attention layer "
         "type, proportional on full attention)",
     ),
+    _like(
+        _LLAMA,
+        "granite_swa",
+        ("granite_swa",),
+        "GraniteSWAConfig",
+        _d(2560, 20, 24, 8192, 1e4),
+        layers="layer_rope_theta",
+        rope_form="layer_rope_theta",
+        source=_tf("granite_swa") + " (one rotary module per distinct layer_rope_theta; 0 is NoPE)",
+    ),
+    _like(
+        _LLAMA,
+        "granitemoe_swa",
+        ("granitemoe_swa",),
+        "GraniteMoeSWAConfig",
+        _d(4096, 32, 32, 2048, 1e4),
+        layers="layer_rope_theta",
+        rope_form="layer_rope_theta",
+        source=_tf("granitemoe_swa") + " (one rotary module per distinct layer_rope_theta; 0 "
+        "is NoPE)",
+    ),
+    _like(
+        _LLAMA,
+        "muse_spark_text",
+        ("muse_spark_text",),
+        "MuseSparkTextConfig",
+        _d(8192, 128, 62, 1048576, 500000.0, head_dim=64),
+        layers="layer_theta_nope",
+        source=_tf("muse_spark") + " (layer_rope_theta 0 is NoPE; one rotary module)",
+    ),
+    _like(
+        _LLAMA,
+        "muse_glimmer_text",
+        ("muse_glimmer_text",),
+        "MuseGlimmerTextConfig",
+        _d(6656, 32, 52, 131072, 1e4, head_dim=128),
+        layers="layer_theta_nope",
+        source=_tf("muse_glimmer") + " (layer_rope_theta 0 is NoPE; one rotary module)",
+    ),
 )
 
 FAMILIES: Mapping[str, Family] = MappingProxyType(
@@ -1595,6 +1634,8 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "minicpmv4_7": ("qwen3_5_text", False),
         "mistral3": ("mistral", False),
         "mllama": ("mllama_text_model", True),
+        "muse_glimmer": ("muse_glimmer_text", True),
+        "muse_spark": ("muse_spark_text", True),
         "modernvbert": ("modernbert", False),
         "molmo2": ("molmo2_text", True),
         "moss_transcribe_diarize": ("qwen3", False),

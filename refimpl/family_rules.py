@@ -300,9 +300,43 @@ def _deepseek_v4_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return {"main": main, "compress": compress}
 
 
+def _layer_thetas(cfg: Mapping, n: int | None) -> list[float] | None:
+    """``layer_rope_theta``: one base per layer, 0 for a layer without RoPE (None: absent)."""
+    values = cfg.get("layer_rope_theta")
+    if values is None:
+        return None
+    if not isinstance(values, list):
+        raise TypeError("config key layer_rope_theta must be a list of numbers, one per layer")
+    if n is not None and len(values) != n:
+        raise ValueError(
+            f"config key layer_rope_theta has {len(values)} entries but num_hidden_layers={n}"
+        )
+    out = [config_real({"v": v}, "v") for v in values]
+    for i, v in enumerate(out):
+        if v < 0:
+            raise ValueError(f"config key layer_rope_theta[{i}] = {v!r} must be 0 (NoPE) or > 0")
+    return out
+
+
+def _theta_key(theta: float) -> str:
+    return f"rope_theta {theta!r}"
+
+
+def _layer_theta_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """Granite SWA's ``layer_rope_theta``: the flat rope dict once per distinct non-zero base
+    (transformers 5.24 builds one rotary module per base, ``theta_config.rope_parameters =
+    {**rope_parameters, "rope_theta": theta}``)."""
+    flat = _flat_dicts(cfg, rp, rs, notes)
+    thetas = _layer_thetas(cfg, None)
+    if thetas is None:
+        return flat
+    return {_theta_key(t): {**flat[None], "rope_theta": t} for t in sorted(set(thetas)) if t}
+
+
 _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
+        "layer_rope_theta": _layer_theta_dicts,
         "gemma3": _gemma3_dicts,
         "olmo3": _olmo3_dicts,
         "deepseek_v4": _deepseek_v4_dicts,
@@ -937,6 +971,41 @@ def _gemma4_head_dims(cfg: Mapping, types: list[str]) -> list[int | None]:
     return [width if t == "full_attention" else None for t in types]
 
 
+def _rule_layer_rope_theta(family, cfg, n, notes):
+    """Granite SWA: layer i rotates with base ``layer_rope_theta[i]`` (0: no RoPE); without
+    the list every layer takes ``rope_theta`` (the config class's default)."""
+    types = _given_types(cfg, "layer_types", n, notes) or ["full_attention"] * n
+    _only(types, PLAIN_LAYER_TYPES, family)
+    thetas = _layer_thetas(cfg, n)
+    if thetas is None:
+        notes.append(f"{family.name}: no layer_rope_theta: every layer at rope_theta")
+        return _plans(types)
+    return _plans(types, [t != 0 for t in thetas], [_theta_key(t) for t in thetas])
+
+
+def _rule_layer_theta_nope(family, cfg, n, notes):
+    """Muse Spark and Glimmer: ``layer_rope_theta[i] == 0`` marks a layer without RoPE; every
+    other layer takes the one rotary module at ``rope_theta`` whatever non-zero value the list
+    holds (transformers 5.24 passes ``position_embeddings if layer_rope_theta[i] else None``).
+    Without the list the config class puts NoPE on every fourth layer counting back from the
+    last."""
+    types = _given_types(cfg, "layer_types", n, notes) or ["full_attention"] * n
+    _only(types, PLAIN_LAYER_TYPES, family)
+    thetas = _layer_thetas(cfg, n)
+    if thetas is None:
+        thetas = [0.0 if (n - 1 - i) % 4 == 0 else 1.0 for i in range(n)]
+        notes.append(
+            f"{family.name}: no layer_rope_theta: NoPE on every fourth layer from the last "
+            f"({family.config_class}'s default)"
+        )
+    elif len({t for t in thetas if t}) > 1:
+        notes.append(
+            f"{family.name}: layer_rope_theta's non-zero values differ, but every rotating "
+            "layer uses the one rotary module at rope_theta"
+        )
+    return _plans(types, [t != 0 for t in thetas])
+
+
 def _int_key(key: str) -> int:
     try:
         return int(key)
@@ -967,6 +1036,8 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "kimi_linear": _rule_kimi_linear,
         "conv_hybrid": _rule_conv_hybrid,
         "zamba2": _rule_zamba2,
+        "layer_rope_theta": _rule_layer_rope_theta,
+        "layer_theta_nope": _rule_layer_theta_nope,
     }
 )
 LAYER_RULES = tuple(_LAYER_RULE_FUNCTIONS)

@@ -1126,3 +1126,20 @@ def test_gemma3n_and_lfm3_read_a_rope_per_layer_type():
     lfm = rope_schedule({"model_type": "lfm3", "num_hidden_layers": 3, "layer_types": types})
     assert lfm[0].spec is None
     assert (lfm[1].spec.rope_type, lfm[1].spec.base, lfm[2].spec.base) == ("proportional", 1e6, 1e4)
+
+
+def test_layer_rope_theta_bases_per_layer_or_nope_markers():
+    cfg = {"model_type": "granite_swa", "num_hidden_layers": 3, "layer_rope_theta": [1e4, 0, 5e5]}
+    assert [x.spec and x.spec.base for x in rope_schedule(cfg)] == [1e4, None, 5e5]
+    assert [x.spec.base for x in rope_schedule({"model_type": "granitemoe_swa"})] == [1e4] * 32
+    # Muse: a non-zero entry only says "rotates", with the one module at rope_theta
+    cfg = {"model_type": "muse_spark_text", "num_hidden_layers": 3, "layer_rope_theta": [0, 7, 5e5]}
+    sched = rope_schedule(cfg)
+    assert [x.spec and x.spec.base for x in sched] == [None, 5e5, 5e5]
+    assert any("one rotary module at rope_theta" in n for n in sched.notes)
+    default = rope_schedule({"model_type": "muse_glimmer", "text_config": {"num_hidden_layers": 5}})
+    assert [x.spec is None for x in default] == [True, False, False, False, True]
+    with pytest.raises(ValueError, match=r"layer_rope_theta\[1\] = -1.0"):
+        rope_schedule(
+            {"model_type": "granite_swa", "num_hidden_layers": 2, "layer_rope_theta": [1, -1]}
+        )

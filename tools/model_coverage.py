@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import hashlib
 import importlib
 import inspect
@@ -409,12 +410,24 @@ def pairing_of(modeling, config) -> tuple[str, str] | None:
     return None
 
 
-def rope_layers(modeling, config, tables: dict) -> list | None:
+def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
     """Per layer, the key of ``tables`` it rotates with, or False (no RoPE); None when the
-    config gives no layer count."""
+    config gives no layer count. ``layer_rope_theta`` (0: NoPE) adds one table per base where
+    the model builds one rotary module per base (``rotary_embs``)."""
     n = getattr(config, "num_hidden_layers", None)
     if not isinstance(n, int):
         return None
+    thetas = vars(config).get("layer_rope_theta")
+    if isinstance(thetas, list) and len(thetas) == n:
+        if "self.rotary_embs" not in inspect.getsource(modeling):
+            return [None if t else False for t in thetas]
+        for t in sorted({t for t in thetas if t}):
+            other = copy.deepcopy(config)
+            other.rope_parameters = {**config.rope_parameters, "rope_theta": t}
+            inv, scale = rotary_tables(build_rotary(rot_cls, other, float64=False))[None]
+            inv64 = rotary_tables(build_rotary(rot_cls, other, float64=True))[None][0]
+            tables[f"theta {t}"] = (inv, scale, None if np.array_equal(inv64, inv) else inv64)
+        return [f"theta {t}" if t else False for t in thetas]
     types = getattr(config, "layer_types", None)
     if not isinstance(types, (list, tuple)) or len(types) != n:
         types = [None] * n
@@ -660,7 +673,7 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     if tower:
         result.update(status="silent", why=f"refimpl reads a schedule; {tower}")
         return result
-    layers = rope_layers(modeling, text, tables)
+    layers = rope_layers(modeling, text, tables, rot_cls)
     diffs, agreement = compare(got, tables, layers, pairing_of(modeling, text))
     if diffs:
         result.update(status="silent", why="; ".join(diffs))
