@@ -183,16 +183,21 @@ def _object(value, key: str):
 
 
 def _nested(rp) -> bool:
-    return bool(rp) and all(isinstance(v, dict) for v in rp.values())
+    """A rope dict per layer type (a null entry: that type has no RoPE, as in Beam)."""
+    values = list(rp.values()) if rp else []
+    return any(isinstance(v, dict) for v in values) and all(
+        isinstance(v, dict) or v is None for v in values
+    )
 
 
 def _flat_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     if _nested(rp):
         for key, sub in rp.items():
-            _object(sub, f"rope_parameters.{key}")
+            if sub is not None:
+                _object(sub, f"rope_parameters.{key}")
         if rs:
             raise ValueError("config has rope_scaling beside a nested rope_parameters")
-        return {key: dict(sub) for key, sub in rp.items()}
+        return {key: dict(sub) for key, sub in rp.items() if sub is not None}
     if rs and rp:
         strip = {"rope_theta", "partial_rotary_factor"}
         a = {k: v for k, v in rs.items() if k not in strip}
@@ -644,7 +649,13 @@ def _rule_layer_types(family, cfg, n, notes):
             "default pattern of sliding and full layers that refimpl's record does not hold"
         )
     _only(types, PLAIN_LAYER_TYPES, family)
-    return _plans(types)
+    rp = cfg.get("rope_parameters")
+    off = sorted(k for k, v in rp.items() if v is None) if isinstance(rp, dict) else []
+    if off:
+        notes.append(
+            f"rope_parameters {off} null: those layers have no RoPE (no table is built for them)"
+        )
+    return _plans(types, [t not in off for t in types])
 
 
 def _rule_gemma2(family, cfg, n, notes):

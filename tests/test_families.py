@@ -1143,3 +1143,17 @@ def test_layer_rope_theta_bases_per_layer_or_nope_markers():
         rope_schedule(
             {"model_type": "granite_swa", "num_hidden_layers": 2, "layer_rope_theta": [1, -1]}
         )
+
+
+def test_a_null_rope_per_layer_type_is_nope_and_ultrabert_and_qwen3_omni():
+    types = ["sliding_attention", "full_attention"]
+    beam = rope_schedule({"model_type": "beam", "num_hidden_layers": 2, "layer_types": types})
+    assert [x.spec is None for x in beam] == [False, True]
+    assert any("null: those layers have no RoPE" in n for n in beam.notes)
+    ultra = rope_schedule({"model_type": "ultrabert", "num_hidden_layers": 2, "layer_types": types})
+    assert [x.spec.base for x in ultra] == [1e4, 2560000.0]
+    omni = {"model_type": "qwen3_omni_moe_thinker", "text_config": {"head_dim": 128}}
+    spec = rope_schedule(omni)[0].spec
+    assert (spec.mrope_section, spec.mrope_layout) == ((24, 20, 20), "interleaved")
+    with pytest.raises(ValueError, match="not divisible by num_attention_heads=28; give head_dim"):
+        rope_schedule({"model_type": "qwen3_omni_moe_thinker", "text_config": {}})

@@ -625,7 +625,8 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
             # the model builds its rotary module only for position_embedding_type rotary/rope
             result["transformers"] = f"position_embedding_type {kind!r}: no RoPE"
             documented = True
-        if "whose class ignores text_config" in got and getattr(text, "text_config", None) is None:
+        ignored = not hasattr(getattr(text, "text_config", None), "to_dict")
+        if "whose class ignores text_config" in got and ignored:
             # the file puts its decoder keys in a text_config that its config class never reads
             result["transformers"] = f"{type(text).__name__} ignores the file's text_config"
             documented = True
@@ -647,7 +648,11 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
         if tower or documented or broken:
             result.update(status="refused", reason=got, api=api_of(got))
             if broken:
-                result["transformers"] = f"its own rotary module fails on this config ({broken})"
+                result["transformers"] = (
+                    broken
+                    if "floors" in broken
+                    else f"its own rotary module fails on this config ({broken})"
+                )
         else:
             result.update(
                 status="wrongly_refused",
