@@ -1575,6 +1575,36 @@ _RECORDS += (
         "default [24, 20, 20])",
     ),
     _like(
+        _NAMED["gemma4"],
+        "gemma4_unified_text",
+        ("gemma4_unified_text",),
+        "Gemma4UnifiedTextConfig",
+        _d(2304, 8, 30, 262144, 1e4, head_dim=256),
+        source=_tf("gemma4_unified")
+        + " (Gemma 4's layers: per_layer_config head widths, a rope per "
+        "layer type)",
+    ),
+    _like(
+        _NAMED["gemma4"],
+        "diffusion_gemma_text",
+        ("diffusion_gemma_text",),
+        "DiffusionGemmaTextConfig",
+        _d(2304, 8, 30, 131072, 1e4, head_dim=256),
+        source=_tf("diffusion_gemma")
+        + " (Gemma 4's layers: per_layer_config head widths, a rope per "
+        "layer type)",
+    ),
+    _like(
+        _NAMED["gemma4"],
+        "embedding_gemma2_text",
+        ("embedding_gemma2_text",),
+        "EmbeddingGemma2TextConfig",
+        _d(512, 4, 24, 262144, 1e4, head_dim=256),
+        source=_tf("embedding_gemma2")
+        + " (Gemma 4's layers: per_layer_config head widths, a rope per "
+        "layer type)",
+    ),
+    _like(
         _LLAMA,
         "granite_swa",
         ("granite_swa",),
@@ -1638,9 +1668,11 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "cosmos3_omni": ("qwen3_vl_text", False),
         "deepseek_vl": ("llama", False),
         "deepseek_vl_hybrid": ("llama", False),
+        "diffusion_gemma": ("diffusion_gemma_text", True),
         "cosmos3_edge": ("cosmos3_edge_text", True),
         "deepseek_ocr2": ("deepseek_ocr2_text", True),
         "emu3": ("emu3_text_model", True),
+        "embedding_gemma2": ("embedding_gemma2_text", True),
         "ernie4_5_vl_moe": ("ernie4_5_vl_moe_text", True),
         "exaone4_5": ("exaone4", False),
         "fast_vlm": ("qwen2", False),
@@ -1650,6 +1682,8 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "gemma3n": ("gemma3n_text", True),
         "gemma4": ("gemma4_text", True),
         "gemma4_assistant": ("gemma4_text", False),
+        "gemma4_unified": ("gemma4_unified_text", True),
+        "gemma4_unified_assistant": ("gemma4_unified_text", False),
         "glm46v": ("glm4v_text", False),
         "glm4v": ("glm4v_text", True),
         "glm4v_moe": ("glm4v_moe_text", True),

@@ -1157,3 +1157,15 @@ def test_a_null_rope_per_layer_type_is_nope_and_ultrabert_and_qwen3_omni():
     assert (spec.mrope_section, spec.mrope_layout) == ((24, 20, 20), "interleaved")
     with pytest.raises(ValueError, match="not divisible by num_attention_heads=28; give head_dim"):
         rope_schedule({"model_type": "qwen3_omni_moe_thinker", "text_config": {}})
+
+
+@pytest.mark.parametrize("model_type", ["gemma4_unified", "diffusion_gemma", "embedding_gemma2"])
+def test_gemma4_variants_widen_the_full_attention_heads(model_type):
+    types = ["sliding_attention", "full_attention"]
+    text = {
+        "num_hidden_layers": 2,
+        "layer_types": types,
+        "per_layer_config": {"1": {"head_dim": 512}},
+    }
+    sched = rope_schedule({"model_type": model_type, "text_config": text})
+    assert [x.spec.dim for x in sched] == [256, 512]
