@@ -1606,6 +1606,43 @@ _RECORDS += (
     ),
     _like(
         _LLAMA,
+        "falcon_h1",
+        ("falcon_h1",),
+        "FalconH1Config",
+        _d(4096, 32, 32, 8192, 1e4),
+        source=_tf("falcon_h1") + " (every layer runs attention beside its Mamba 2 mixer)",
+    ),
+    _like(
+        _NEOX,
+        "recurrent_gemma",
+        ("recurrent_gemma",),
+        "RecurrentGemmaConfig",
+        _d(
+            2560,
+            10,
+            26,
+            None,
+            1e4,
+            head_dim=256,
+            partial_rotary_factor=0.5,
+            block_types=["recurrent", "recurrent", "attention"],
+        ),
+        layers="block_types",
+        source=_tf("recurrent_gemma") + " (local attention blocks rotate the leading half of "
+        "each head; recurrent blocks have no attention)",
+    ),
+    _like(
+        _NEOX,
+        "bamba",
+        ("bamba",),
+        "BambaConfig",
+        _d(4096, 32, 32, 262144, 1e4, partial_rotary_factor=0.5, attn_layer_indices=None),
+        layers="attn_layer_indices",
+        source=_tf("bamba") + " (attention at attn_layer_indices rotates the leading half of "
+        "each head; Mamba 2 layers elsewhere)",
+    ),
+    _like(
+        _LLAMA,
         "granite_swa",
         ("granite_swa",),
         "GraniteSWAConfig",
@@ -2333,7 +2370,8 @@ def resolve(cfg: dict, notes: list) -> Reading:
             + (f" (refimpl: {api})" if api else "")
         )
     family = family_for(model_type)
-    if family is None and "text_config" not in cfg and "num_attention_heads" not in text:
+    heads = ("num_attention_heads", "n_heads", "n_head", "num_heads")
+    if family is None and "text_config" not in cfg and not any(k in text for k in heads):
         composed = sorted(
             k
             for k, v in text.items()

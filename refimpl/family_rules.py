@@ -1017,6 +1017,33 @@ def _rule_layer_theta_nope(family, cfg, n, notes):
     return _plans(types, [t != 0 for t in thetas])
 
 
+def _rule_block_types(family, cfg, n, notes):
+    """RecurrentGemma: ``block_types`` repeated over the layers; "attention" blocks are local
+    attention with RoPE, "recurrent" ones have none (transformers names them
+    sliding_attention and linear_attention)."""
+    blocks = cfg.get("block_types")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, str) for b in blocks):
+        raise TypeError("config key block_types must be a non-empty list of strings")
+    _only(blocks, ("recurrent", "attention"), family, "block_types")
+    names = {"recurrent": "linear_attention", "attention": "sliding_attention"}
+    types = [names[blocks[i % len(blocks)]] for i in range(n)]
+    return _plans(types, [t == "sliding_attention" for t in types])
+
+
+def _rule_attn_layer_indices(family, cfg, n, notes):
+    """Bamba: attention (with RoPE) at ``attn_layer_indices``, Mamba 2 layers elsewhere; no
+    list means no attention layer (the config class's default)."""
+    idxs = cfg.get("attn_layer_indices")
+    if idxs is None:
+        idxs = []
+        notes.append(f"{family.name}: no attn_layer_indices: every layer is Mamba (no RoPE)")
+    if not isinstance(idxs, list):
+        raise TypeError("config key attn_layer_indices must be a list of layer indices")
+    idxs = {check_int(i, "attn_layer_indices entry", minimum=0, maximum=n - 1) for i in idxs}
+    types = ["full_attention" if i in idxs else "linear_attention" for i in range(n)]
+    return _plans(types, [i in idxs for i in range(n)])
+
+
 def _int_key(key: str) -> int:
     try:
         return int(key)
@@ -1049,6 +1076,8 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "zamba2": _rule_zamba2,
         "layer_rope_theta": _rule_layer_rope_theta,
         "layer_theta_nope": _rule_layer_theta_nope,
+        "block_types": _rule_block_types,
+        "attn_layer_indices": _rule_attn_layer_indices,
     }
 )
 LAYER_RULES = tuple(_LAYER_RULE_FUNCTIONS)

@@ -1169,3 +1169,22 @@ def test_gemma4_variants_widen_the_full_attention_heads(model_type):
     }
     sched = rope_schedule({"model_type": model_type, "text_config": text})
     assert [x.spec.dim for x in sched] == [256, 512]
+
+
+def test_hybrids_with_block_lists():
+    gemma = rope_schedule({"model_type": "recurrent_gemma", "num_hidden_layers": 4})
+    assert [x.spec and x.spec.rotary_dim for x in gemma] == [None, None, 128, None]
+    assert gemma[2].layer_type == "sliding_attention"
+    bamba = rope_schedule(
+        {"model_type": "bamba", "num_hidden_layers": 3, "attn_layer_indices": [1]}
+    )
+    assert [x.spec and x.spec.rotary_dim for x in bamba] == [None, 64, None]
+    assert all(
+        x.spec is None for x in rope_schedule({"model_type": "bamba", "num_hidden_layers": 2})
+    )
+    falcon = rope_schedule({"model_type": "falcon_h1", "num_hidden_layers": 2})
+    assert [x.spec.rotary_dim for x in falcon] == [128, 128]
+    with pytest.raises(ValueError, match=r"block_types\[0\] = 'mlp'"):
+        rope_schedule(
+            {"model_type": "recurrent_gemma", "num_hidden_layers": 2, "block_types": ["mlp"]}
+        )

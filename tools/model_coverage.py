@@ -430,6 +430,9 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
         return [f"theta {t}" if t else False for t in thetas]
     types = getattr(config, "layer_types", None)
     if not isinstance(types, (list, tuple)) or len(types) != n:
+        # hybrids name their layers in layers_block_type (Zamba2, Bamba, RecurrentGemma)
+        types = getattr(config, "layers_block_type", None)
+    if not isinstance(types, (list, tuple)) or len(types) != n:
         types = [None] * n
     source = inspect.getsource(modeling)
     no_rope = getattr(config, "no_rope_layers", None)
@@ -572,7 +575,8 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     if text is not config:
         result["decoder"] = text_type
     if rot_cls is None:
-        subs = composed_of(text) if "num_attention_heads" not in cfg_dict else []
+        heads = ("num_attention_heads", "n_heads", "n_head", "num_heads")
+        subs = composed_of(text) if not any(k in cfg_dict for k in heads) else []
         if subs:
             result["transformers"] = f"composed of other models ({', '.join(subs)})"
             named = how == "refused" and "composes other models" in got
