@@ -1022,9 +1022,13 @@ def _rule_block_types(family, cfg, n, notes):
     attention with RoPE, "recurrent" ones have none (transformers names them
     sliding_attention and linear_attention)."""
     blocks = cfg.get("block_types")
-    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, str) for b in blocks):
+    if (
+        not isinstance(blocks, (list, tuple))
+        or not blocks
+        or not all(isinstance(b, str) for b in blocks)
+    ):
         raise TypeError("config key block_types must be a non-empty list of strings")
-    _only(blocks, ("recurrent", "attention"), family, "block_types")
+    _only(list(blocks), ("recurrent", "attention"), family, "block_types")
     names = {"recurrent": "linear_attention", "attention": "sliding_attention"}
     types = [names[blocks[i % len(blocks)]] for i in range(n)]
     return _plans(types, [t == "sliding_attention" for t in types])
