@@ -498,7 +498,15 @@ _RECORDS = (
     _like(_LLAMA, "granite", ("granite",), "GraniteConfig", _d(4096, 32, 32, 2048, 1e4)),
     _like(_LLAMA, "olmo2", ("olmo2",), "Olmo2Config", _d(4096, 32, 32, 2048, 1e4)),
     _like(_LLAMA, "starcoder2", ("starcoder2",), "Starcoder2Config", _d(3072, 24, 30, 4096, 1e4)),
-    _like(_LLAMA, "falcon", ("falcon",), "FalconConfig", _d(4544, 71, 32, 2048, 1e4)),
+    _like(
+        _LLAMA,
+        "falcon",
+        ("falcon",),
+        "FalconConfig",
+        _d(4544, 71, 32, 2048, 1e4, alibi=False),
+        layers="falcon",
+        source=_tf("falcon") + " (RoPE unless alibi is true)",
+    ),
     _like(
         _LLAMA,
         "jetmoe",

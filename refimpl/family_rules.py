@@ -1017,6 +1017,17 @@ def _rule_layer_theta_nope(family, cfg, n, notes):
     return _plans(types, [t != 0 for t in thetas])
 
 
+def _rule_falcon(family, cfg, n, notes):
+    """Falcon: RoPE on every layer, unless ``alibi`` is true (Falcon-RW), where the attention
+    adds ALiBi biases and rotates nothing (transformers 5.24 ``if alibi is None``)."""
+    if config_flag(cfg, "alibi", False):
+        raise ValueError(
+            f"{family.name} with config key alibi true has no RoPE: its attention adds ALiBi "
+            "biases instead (refimpl.bias.alibi_bias)"
+        )
+    return _rule_uniform(family, cfg, n, notes)
+
+
 def _rule_block_types(family, cfg, n, notes):
     """RecurrentGemma: ``block_types`` repeated over the layers; "attention" blocks are local
     attention with RoPE, "recurrent" ones have none (transformers names them
@@ -1080,6 +1091,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "zamba2": _rule_zamba2,
         "layer_rope_theta": _rule_layer_rope_theta,
         "layer_theta_nope": _rule_layer_theta_nope,
+        "falcon": _rule_falcon,
         "block_types": _rule_block_types,
         "attn_layer_indices": _rule_attn_layer_indices,
     }

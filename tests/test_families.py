@@ -1188,3 +1188,11 @@ def test_hybrids_with_block_lists():
         rope_schedule(
             {"model_type": "recurrent_gemma", "num_hidden_layers": 2, "block_types": ["mlp"]}
         )
+
+
+def test_falcon_with_alibi_is_refused_not_read_as_rope():
+    cfg = {"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4}  # hand-made
+    cfg["num_hidden_layers"] = 2
+    assert [x.spec.rotary_dim for x in rope_schedule(cfg)] == [16, 16]
+    with pytest.raises(ValueError, match=r"alibi true has no RoPE.*refimpl\.bias\.alibi_bias"):
+        rope_schedule({**cfg, "alibi": True})

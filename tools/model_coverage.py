@@ -435,6 +435,8 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
     if not isinstance(types, (list, tuple)) or len(types) != n:
         types = [None] * n
     source = inspect.getsource(modeling)
+    if "if alibi is None:" in source and vars(config).get("alibi"):
+        return [False] * n  # Falcon-RW: ALiBi instead of RoPE
     no_rope = getattr(config, "no_rope_layers", None)
     out = []
     if None not in tables and not any(t in tables for t in types):
@@ -620,6 +622,9 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     tower = tower_reason(text, rot_cls)
     if how == "refused":
         documented = text_type in fam.UNSUPPORTED or text_type in fam.TOWERS
+        if vars(text).get("alibi") is True and "if alibi is None:" in inspect.getsource(modeling):
+            result["transformers"] = "alibi true: ALiBi biases, no RoPE"
+            documented = "ALiBi" in got
         kind = vars(text).get("position_embedding_type", "rotary")
         if (
             kind not in ("rotary", "rope")
