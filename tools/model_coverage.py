@@ -28,6 +28,7 @@ import contextlib
 import copy
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import json
 import pathlib
@@ -35,6 +36,7 @@ import re
 import signal
 import sys
 import time
+import types
 import warnings
 
 import numpy as np
@@ -252,7 +254,15 @@ def float64_arithmetic():
         torch.float = old
 
 
+def source_of(module) -> str:
+    """A modeling module's source (read from its file when it could not be imported)."""
+    return getattr(module, "__source_text__", None) or inspect.getsource(module)
+
+
 def modeling_module(config):
+    """``transformers.models.<x>.modeling_<x>`` of a config; where it imports a package that
+    is not installed (torchaudio), a stand-in holding only its source text, provided that the
+    text defines no rotary class (which would need the module itself)."""
     name = type(config).__module__.replace(".configuration_", ".modeling_")
     try:
         return importlib.import_module(name)
@@ -262,7 +272,13 @@ def modeling_module(config):
                 f"transformers {TRANSFORMERS_VERSION} ships a config class for this type but no "
                 f"model ({name} does not exist)"
             ) from None
-        raise
+        spec = importlib.util.find_spec(name)
+        text = pathlib.Path(spec.origin).read_text() if spec and spec.origin else ""
+        if not text or re.search(r"class \w+RotaryEmbedding", text):
+            raise
+        stand_in = types.ModuleType(name)
+        stand_in.__source_text__ = text
+        return stand_in
 
 
 def rotary_classes(module) -> list:
@@ -278,7 +294,7 @@ def text_rotary(module, config):
     classes = rotary_classes(module)
     if not classes:
         return None, []
-    source = inspect.getsource(module)
+    source = source_of(module)
     by_name = {c.__name__: c for c in classes}
     users = []
     for obj in vars(module).values():
@@ -321,7 +337,7 @@ def composed_of(config) -> list[str]:
 def position_kind(module) -> str:
     """What a modeling file without a rotary module uses for positions (the first of
     POSITION_KINDS its source names; none of them: no positions in attention)."""
-    source = inspect.getsource(module)
+    source = source_of(module)
     if calls_rotary_code(source):
         return "rotary code outside a RotaryEmbedding class"
     for pattern, kind in POSITION_KINDS:
@@ -390,7 +406,7 @@ def rotary_tables(module) -> dict:
 
 def pairing_of(modeling, config) -> tuple[str, str] | None:
     """Pairing and output order of the decoder's rotation (None: not told by the source)."""
-    source = inspect.getsource(modeling)
+    source = source_of(modeling)
     if "def apply_rotary_pos_emb_interleave" in source:
         if "rope_interleave" in source:
             flag = getattr(config, "rope_interleave", None)
@@ -419,7 +435,7 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
         return None
     thetas = vars(config).get("layer_rope_theta")
     if isinstance(thetas, list) and len(thetas) == n:
-        if "self.rotary_embs" not in inspect.getsource(modeling):
+        if "self.rotary_embs" not in source_of(modeling):
             return [None if t else False for t in thetas]
         for t in sorted({t for t in thetas if t}):
             other = copy.deepcopy(config)
@@ -434,7 +450,7 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
         types = getattr(config, "layers_block_type", None)
     if not isinstance(types, (list, tuple)) or len(types) != n:
         types = [None] * n
-    source = inspect.getsource(modeling)
+    source = source_of(modeling)
     if "if alibi is None:" in source and vars(config).get("alibi"):
         return [False] * n  # Falcon-RW: ALiBi instead of RoPE
     no_rope = getattr(config, "no_rope_layers", None)
@@ -622,14 +638,14 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     tower = tower_reason(text, rot_cls)
     if how == "refused":
         documented = text_type in fam.UNSUPPORTED or text_type in fam.TOWERS
-        if vars(text).get("alibi") is True and "if alibi is None:" in inspect.getsource(modeling):
+        if vars(text).get("alibi") is True and "if alibi is None:" in source_of(modeling):
             result["transformers"] = "alibi true: ALiBi biases, no RoPE"
             documented = "ALiBi" in got
         kind = vars(text).get("position_embedding_type", "rotary")
         if (
             kind not in ("rotary", "rope")
             and "position_embedding_type" in got
-            and "position_embedding_type ==" in inspect.getsource(modeling)
+            and "position_embedding_type ==" in source_of(modeling)
         ):
             # the model builds its rotary module only for position_embedding_type rotary/rope
             result["transformers"] = f"position_embedding_type {kind!r}: no RoPE"
