@@ -1614,6 +1614,16 @@ _RECORDS += (
     ),
     _like(
         _LLAMA,
+        "lara_mini",
+        ("lara_mini",),
+        "LaraMiniConfig",
+        _d(1024, 16, 34, 131072, 1e4, head_dim=128),
+        layers="linear_sliding_rope",
+        source=_tf("lara_mini") + " (RoPE on the sliding-window layers only; full attention "
+        "is NoPE; linear-attention layers have none)",
+    ),
+    _like(
+        _LLAMA,
         "falcon_h1",
         ("falcon_h1",),
         "FalconH1Config",

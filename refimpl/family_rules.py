@@ -1017,6 +1017,20 @@ def _rule_layer_theta_nope(family, cfg, n, notes):
     return _plans(types, [t != 0 for t in thetas])
 
 
+def _rule_linear_sliding_rope(family, cfg, n, notes):
+    """Lara Mini: linear-attention layers, and attention layers of which only the sliding ones
+    get the rotary tables (transformers 5.24 passes ``position_embeddings if layer_type ==
+    "sliding_attention" else None``); the full-attention layers are NoPE."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        raise ValueError(
+            f"{family.name} needs config key layer_types: {family.config_class} builds its "
+            "default pattern in code that refimpl's record does not hold"
+        )
+    _only(types, ("full_attention", "sliding_attention", "linear_attention"), family)
+    return _plans(types, [t == "sliding_attention" for t in types])
+
+
 def _rule_falcon(family, cfg, n, notes):
     """Falcon: RoPE on every layer, unless ``alibi`` is true (Falcon-RW), where the attention
     adds ALiBi biases and rotates nothing (transformers 5.24 ``if alibi is None``)."""
@@ -1092,6 +1106,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "layer_rope_theta": _rule_layer_rope_theta,
         "layer_theta_nope": _rule_layer_theta_nope,
         "falcon": _rule_falcon,
+        "linear_sliding_rope": _rule_linear_sliding_rope,
         "block_types": _rule_block_types,
         "attn_layer_indices": _rule_attn_layer_indices,
     }

@@ -1196,3 +1196,11 @@ def test_falcon_with_alibi_is_refused_not_read_as_rope():
     assert [x.spec.rotary_dim for x in rope_schedule(cfg)] == [16, 16]
     with pytest.raises(ValueError, match=r"alibi true has no RoPE.*refimpl\.bias\.alibi_bias"):
         rope_schedule({**cfg, "alibi": True})
+
+
+def test_lara_mini_rotates_its_sliding_layers_only():
+    types = ["linear_attention", "sliding_attention", "full_attention"]
+    sched = rope_schedule({"model_type": "lara_mini", "num_hidden_layers": 3, "layer_types": types})
+    assert [x.spec is not None for x in sched] == [False, True, False]
+    with pytest.raises(ValueError, match="lara_mini needs config key layer_types"):
+        rope_schedule({"model_type": "lara_mini", "num_hidden_layers": 3})

@@ -453,6 +453,7 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
     source = source_of(modeling)
     if "if alibi is None:" in source and vars(config).get("alibi"):
         return [False] * n  # Falcon-RW: ALiBi instead of RoPE
+    only = re.search(r'position_embeddings if layer_type == "(\w+)" else None', source)
     no_rope = getattr(config, "no_rope_layers", None)
     out = []
     if None not in tables and not any(t in tables for t in types):
@@ -471,6 +472,8 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
             uses = False  # conv, mamba, linear-attention layers (Zamba2's hybrid ones attend)
         if isinstance(no_rope, (list, tuple)) and len(no_rope) == n and "use_rope" in source:
             uses = uses and bool(no_rope[i])
+        if only:  # the model passes its tables to one layer type only (Lara Mini)
+            uses = uses and t == only.group(1)
         cross = getattr(config, "cross_attention_layers", None)
         if isinstance(cross, (list, tuple)) and i in cross:
             uses = False  # cross-attention layers attend to image states without RoPE
