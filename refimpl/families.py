@@ -1623,6 +1623,34 @@ _RECORDS += (
         "is NoPE; linear-attention layers have none)",
     ),
     _like(
+        _NEOX,
+        "zaya",
+        ("zaya",),
+        "ZayaConfig",
+        _d(
+            2048,
+            8,
+            40,
+            131072,
+            1e4,
+            head_dim=128,
+            rope_parameters={
+                "hybrid": {
+                    "rope_type": "default",
+                    "rope_theta": 5000000.0,
+                    "partial_rotary_factor": 0.5,
+                },
+                "hybrid_sliding": {
+                    "rope_type": "default",
+                    "rope_theta": 10000.0,
+                    "partial_rotary_factor": 0.5,
+                },
+            },
+        ),
+        layers="zaya",
+        source=_tf("zaya") + " (a rope per layer type, the leading half of each head)",
+    ),
+    _like(
         _LLAMA,
         "falcon_h1",
         ("falcon_h1",),

@@ -1031,6 +1031,18 @@ def _rule_linear_sliding_rope(family, cfg, n, notes):
     return _plans(types, [t == "sliding_attention" for t in types])
 
 
+def _rule_zaya(family, cfg, n, notes):
+    """ZAYA: every layer attends (beside its mixer) with the rope of its type, "hybrid" or
+    "hybrid_sliding"; without layer_types every layer is "hybrid" (the config class's
+    default)."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = ["hybrid"] * n
+        notes.append(f"{family.name}: no layer_types: every layer 'hybrid' (class default)")
+    _only(types, ("hybrid", "hybrid_sliding"), family)
+    return _plans(types)
+
+
 def _rule_falcon(family, cfg, n, notes):
     """Falcon: RoPE on every layer, unless ``alibi`` is true (Falcon-RW), where the attention
     adds ALiBi biases and rotates nothing (transformers 5.24 ``if alibi is None``)."""
@@ -1106,6 +1118,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "layer_rope_theta": _rule_layer_rope_theta,
         "layer_theta_nope": _rule_layer_theta_nope,
         "falcon": _rule_falcon,
+        "zaya": _rule_zaya,
         "linear_sliding_rope": _rule_linear_sliding_rope,
         "block_types": _rule_block_types,
         "attn_layer_indices": _rule_attn_layer_indices,

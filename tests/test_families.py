@@ -1204,3 +1204,11 @@ def test_lara_mini_rotates_its_sliding_layers_only():
     assert [x.spec is not None for x in sched] == [False, True, False]
     with pytest.raises(ValueError, match="lara_mini needs config key layer_types"):
         rope_schedule({"model_type": "lara_mini", "num_hidden_layers": 3})
+
+
+def test_zaya_rotates_half_of_each_head_with_the_rope_of_its_type():
+    types = ["hybrid", "hybrid_sliding"]
+    sched = rope_schedule({"model_type": "zaya", "num_hidden_layers": 2, "layer_types": types})
+    assert [(x.spec.rotary_dim, x.spec.base) for x in sched] == [(64, 5e6), (64, 1e4)]
+    with pytest.raises(ValueError, match=r"zaya: layer_types\[0\] = 'conv'"):
+        rope_schedule({"model_type": "zaya", "num_hidden_layers": 1, "layer_types": ["conv"]})
