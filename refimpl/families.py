@@ -1652,6 +1652,17 @@ _RECORDS += (
     ),
     _like(
         _LLAMA,
+        "molmo2_text",
+        ("molmo2_text",),
+        "Molmo2TextConfig",
+        _d(4096, 32, 36, 36864, 1e4, head_dim=128),
+        layers="molmo2",
+        rope_form="molmo2",
+        source=_tf("molmo2") + " (the rope dict on rope_scaling_layers, the same base "
+        "unscaled elsewhere)",
+    ),
+    _like(
+        _LLAMA,
         "falcon_h1",
         ("falcon_h1",),
         "FalconH1Config",

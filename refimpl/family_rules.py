@@ -338,9 +338,20 @@ def _layer_theta_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return {_theta_key(t): {**flat[None], "rope_theta": t} for t in sorted(set(thetas)) if t}
 
 
+def _molmo2_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """Molmo 2: the flat rope dict for the layers of ``rope_scaling_layers`` ("scaled"), and
+    the same base unscaled for the others (transformers 5.24 ``Molmo2RotaryEmbedding(config,
+    scaled=False)``: rope_type default)."""
+    flat = dict(_flat_dicts(cfg, rp, rs, notes)[None])
+    flat.setdefault("rope_theta", cfg.get("rope_theta"))
+    flat.setdefault("rope_type", flat.get("type", "default"))
+    return {"scaled": flat, "unscaled": {"rope_type": "default", "rope_theta": flat["rope_theta"]}}
+
+
 _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
+        "molmo2": _molmo2_dicts,
         "layer_rope_theta": _layer_theta_dicts,
         "gemma3": _gemma3_dicts,
         "olmo3": _olmo3_dicts,
@@ -1043,6 +1054,20 @@ def _rule_zaya(family, cfg, n, notes):
     return _plans(types)
 
 
+def _rule_molmo2(family, cfg, n, notes):
+    """Molmo 2: layers in ``rope_scaling_layers`` (every layer without the list, the config
+    class's default) rotate with the scaled rope, the others with the unscaled one."""
+    types = _given_types(cfg, "layer_types", n, notes) or ["full_attention"] * n
+    _only(types, PLAIN_LAYER_TYPES, family)
+    idxs = cfg.get("rope_scaling_layers")
+    if idxs is None:
+        idxs = list(range(n))
+    if not isinstance(idxs, list):
+        raise TypeError("config key rope_scaling_layers must be a list of layer indices")
+    idxs = {check_int(i, "rope_scaling_layers entry", minimum=0, maximum=n - 1) for i in idxs}
+    return _plans(types, None, ["scaled" if i in idxs else "unscaled" for i in range(n)])
+
+
 def _rule_falcon(family, cfg, n, notes):
     """Falcon: RoPE on every layer, unless ``alibi`` is true (Falcon-RW), where the attention
     adds ALiBi biases and rotates nothing (transformers 5.24 ``if alibi is None``)."""
@@ -1118,6 +1143,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "layer_rope_theta": _rule_layer_rope_theta,
         "layer_theta_nope": _rule_layer_theta_nope,
         "falcon": _rule_falcon,
+        "molmo2": _rule_molmo2,
         "zaya": _rule_zaya,
         "linear_sliding_rope": _rule_linear_sliding_rope,
         "block_types": _rule_block_types,

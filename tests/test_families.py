@@ -1212,3 +1212,17 @@ def test_zaya_rotates_half_of_each_head_with_the_rope_of_its_type():
     assert [(x.spec.rotary_dim, x.spec.base) for x in sched] == [(64, 5e6), (64, 1e4)]
     with pytest.raises(ValueError, match=r"zaya: layer_types\[0\] = 'conv'"):
         rope_schedule({"model_type": "zaya", "num_hidden_layers": 1, "layer_types": ["conv"]})
+
+
+def test_molmo2_scales_only_its_rope_scaling_layers():
+    rope = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0}  # hand-made
+    rope["original_max_position_embeddings"] = 8192
+    cfg = {"model_type": "molmo2", "text_config": {"num_hidden_layers": 3}}
+    cfg["text_config"] |= {"rope_parameters": rope, "rope_scaling_layers": [1]}
+    sched = rope_schedule(cfg)
+    assert [x.spec.rope_type for x in sched] == ["default", "yarn", "default"]
+    assert {x.spec.base for x in sched} == {1e6}
+    everywhere = rope_schedule(
+        {**cfg, "text_config": {"num_hidden_layers": 2, "rope_parameters": rope}}
+    )
+    assert [x.spec.rope_type for x in everywhere] == ["yarn", "yarn"]

@@ -356,6 +356,12 @@ def build_rotary(cls, config, float64: bool):
             return cls(config)
 
 
+def build_rotary_unscaled(cls, config):
+    with float64_arithmetic(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(config, scaled=False)
+
+
 def forward_failure(rot_cls, config) -> str | None:
     """Why transformers' rotary module cannot run on ``config`` (None: a forward ran)."""
     import torch
@@ -433,6 +439,13 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
     n = getattr(config, "num_hidden_layers", None)
     if not isinstance(n, int):
         return None
+    scaled = vars(config).get("rope_scaling_layers")
+    if isinstance(scaled, list) and "self.rotary_emb_unscaled" in source_of(modeling):
+        # Molmo 2: a second, unscaled module for the layers outside rope_scaling_layers
+        inv, scale = rotary_tables(rot_cls(config, scaled=False))[None]
+        inv64 = rotary_tables(build_rotary_unscaled(rot_cls, config))[None][0]
+        tables["unscaled"] = (inv, scale, None if np.array_equal(inv64, inv) else inv64)
+        return [None if i in scaled else "unscaled" for i in range(n)]
     thetas = vars(config).get("layer_rope_theta")
     if isinstance(thetas, list) and len(thetas) == n:
         if "self.rotary_embs" not in source_of(modeling):
