@@ -809,6 +809,17 @@ _RECORDS = (
         source=_tf("cohere2") + " (RoPE only where sliding_window is set)",
     ),
     Family(
+        "cohere2_moe",
+        ("cohere2_moe",),
+        "Cohere2MoeConfig",
+        _d(8192, 64, 40, 8192, 1e4, sliding_window=4096, prefix_dense_sliding_window_pattern=1),
+        pairing="interleaved",
+        honours_partial=False,
+        layers="cohere2_moe",
+        source=_tf("cohere2_moe") + " (RoPE where sliding_window is set, and on dense-MLP "
+        "layers when prefix_dense_sliding_window_pattern is 1)",
+    ),
+    Family(
         "glm",
         ("glm",),
         "GlmConfig",

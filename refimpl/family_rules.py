@@ -1068,6 +1068,28 @@ def _rule_molmo2(family, cfg, n, notes):
     return _plans(types, None, ["scaled" if i in idxs else "unscaled" for i in range(n)])
 
 
+def _rule_cohere2_moe(family, cfg, n, notes):
+    """Cohere2 MoE: RoPE where sliding_window is set (sliding layers), and on the dense-MLP
+    layers too when ``prefix_dense_sliding_window_pattern`` is 1 (transformers 5.24
+    ``force_rope``). The config class derives both lists from ``first_k_dense_replace`` and two
+    patterns, which refimpl does not repeat: the lists must be given."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    mlp = _given_types(cfg, "mlp_layer_types", n, notes)
+    if types is None or mlp is None:
+        raise ValueError(
+            f"{family.name} needs config keys layer_types and mlp_layer_types: "
+            f"{family.config_class} derives them from first_k_dense_replace and two patterns"
+        )
+    _only(types, PLAIN_LAYER_TYPES, family)
+    window = cfg.get("sliding_window") is not None
+    force = cfg.get("prefix_dense_sliding_window_pattern") == 1
+    uses = [
+        (t == "sliding_attention" and window) or (m == "dense" and force)
+        for t, m in zip(types, mlp, strict=True)
+    ]
+    return _plans(types, uses)
+
+
 def _rule_falcon(family, cfg, n, notes):
     """Falcon: RoPE on every layer, unless ``alibi`` is true (Falcon-RW), where the attention
     adds ALiBi biases and rotates nothing (transformers 5.24 ``if alibi is None``)."""
@@ -1143,6 +1165,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "layer_rope_theta": _rule_layer_rope_theta,
         "layer_theta_nope": _rule_layer_theta_nope,
         "falcon": _rule_falcon,
+        "cohere2_moe": _rule_cohere2_moe,
         "molmo2": _rule_molmo2,
         "zaya": _rule_zaya,
         "linear_sliding_rope": _rule_linear_sliding_rope,

@@ -1226,3 +1226,14 @@ def test_molmo2_scales_only_its_rope_scaling_layers():
         {**cfg, "text_config": {"num_hidden_layers": 2, "rope_parameters": rope}}
     )
     assert [x.spec.rope_type for x in everywhere] == ["yarn", "yarn"]
+
+
+def test_cohere2_moe_forces_rope_on_dense_prefix_layers():
+    cfg = {"model_type": "cohere2_moe", "num_hidden_layers": 3}  # hand-made
+    cfg |= {"layer_types": ["full_attention", "full_attention", "sliding_attention"]}
+    cfg |= {"mlp_layer_types": ["dense", "sparse", "sparse"]}
+    assert [x.spec is not None for x in rope_schedule(cfg)] == [True, False, True]
+    off = {**cfg, "prefix_dense_sliding_window_pattern": 4}
+    assert [x.spec is not None for x in rope_schedule(off)] == [False, False, True]
+    with pytest.raises(ValueError, match="needs config keys layer_types and mlp_layer_types"):
+        rope_schedule({"model_type": "cohere2_moe", "num_hidden_layers": 3})

@@ -494,7 +494,14 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
             uses = uses and bool(getattr(config, "use_mem_rope", False))
         if "if self.is_local_attention:" in source:
             uses = uses and t == "sliding_attention"
-        if "if self.sliding_window is None or self.is_sliding" in source:
+        if "if self.sliding_window is not None or self.force_rope" in source:
+            mlp = vars(config).get("mlp_layer_types") or [None] * n
+            force = (
+                mlp[i] == "dense" and vars(config).get("prefix_dense_sliding_window_pattern") == 1
+            )
+            window = vars(config).get("sliding_window") is not None
+            uses = uses and ((t == "sliding_attention" and window) or force)
+        elif "if self.sliding_window is None or self.is_sliding" in source:
             uses = uses and (
                 getattr(config, "sliding_window", None) is None or t == "sliding_attention"
             )
