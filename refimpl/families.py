@@ -1674,6 +1674,15 @@ _RECORDS += (
     ),
     _like(
         _LLAMA,
+        "unlimited_ocr_text",
+        ("unlimited_ocr_text",),
+        "UnlimitedOcrTextConfig",
+        _d(1280, 10, 12, 32768, 1e4, head_dim=128),
+        layers="reference_sliding",
+        source=_tf("unlimited_ocr") + " (one rope on every layer, reference-window layers too)",
+    ),
+    _like(
+        _LLAMA,
         "falcon_h1",
         ("falcon_h1",),
         "FalconH1Config",
@@ -1856,6 +1865,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "shieldgemma2": ("gemma3_text", False),
         "t5gemma2_encoder": ("t5gemma2_text", True),
         "ultravbert": ("ultrabert", False),
+        "unlimited_ocr": ("unlimited_ocr_text", True),
         "smolvlm": ("llama", False),
         "vibevoice": ("qwen2", False),
         "vibevoice_asr": ("qwen2", False),

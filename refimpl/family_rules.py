@@ -1090,6 +1090,15 @@ def _rule_cohere2_moe(family, cfg, n, notes):
     return _plans(types, uses)
 
 
+def _rule_reference_sliding(family, cfg, n, notes):
+    """Unlimited OCR: every layer rotates with the one rope, its "reference_sliding_attention"
+    layers (a sliding window over a reference cache) included."""
+    allowed = (*PLAIN_LAYER_TYPES, "reference_sliding_attention")
+    types = _given_types(cfg, "layer_types", n, notes) or ["reference_sliding_attention"] * n
+    _only(types, allowed, family)
+    return _plans(types)
+
+
 def _rule_falcon(family, cfg, n, notes):
     """Falcon: RoPE on every layer, unless ``alibi`` is true (Falcon-RW), where the attention
     adds ALiBi biases and rotates nothing (transformers 5.24 ``if alibi is None``)."""
@@ -1165,6 +1174,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "layer_rope_theta": _rule_layer_rope_theta,
         "layer_theta_nope": _rule_layer_theta_nope,
         "falcon": _rule_falcon,
+        "reference_sliding": _rule_reference_sliding,
         "cohere2_moe": _rule_cohere2_moe,
         "molmo2": _rule_molmo2,
         "zaya": _rule_zaya,

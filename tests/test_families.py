@@ -1237,3 +1237,9 @@ def test_cohere2_moe_forces_rope_on_dense_prefix_layers():
     assert [x.spec is not None for x in rope_schedule(off)] == [False, False, True]
     with pytest.raises(ValueError, match="needs config keys layer_types and mlp_layer_types"):
         rope_schedule({"model_type": "cohere2_moe", "num_hidden_layers": 3})
+
+
+def test_unlimited_ocr_rotates_its_reference_window_layers():
+    sched = rope_schedule({"model_type": "unlimited_ocr", "text_config": {}})
+    assert len(sched) == 12 and {x.spec.rotary_dim for x in sched} == {128}
+    assert sched[0].layer_type == "reference_sliding_attention"
