@@ -183,16 +183,21 @@ def _object(value, key: str):
 
 
 def _nested(rp) -> bool:
-    return bool(rp) and all(isinstance(v, dict) for v in rp.values())
+    """A rope dict per layer type (a null entry: that type has no RoPE, as in Beam)."""
+    values = list(rp.values()) if rp else []
+    return any(isinstance(v, dict) for v in values) and all(
+        isinstance(v, dict) or v is None for v in values
+    )
 
 
 def _flat_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     if _nested(rp):
         for key, sub in rp.items():
-            _object(sub, f"rope_parameters.{key}")
+            if sub is not None:
+                _object(sub, f"rope_parameters.{key}")
         if rs:
             raise ValueError("config has rope_scaling beside a nested rope_parameters")
-        return {key: dict(sub) for key, sub in rp.items()}
+        return {key: dict(sub) for key, sub in rp.items() if sub is not None}
     if rs and rp:
         strip = {"rope_theta", "partial_rotary_factor"}
         a = {k: v for k, v in rs.items() if k not in strip}
@@ -300,9 +305,54 @@ def _deepseek_v4_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return {"main": main, "compress": compress}
 
 
+def _layer_thetas(cfg: Mapping, n: int | None) -> list[float] | None:
+    """``layer_rope_theta``: one base per layer, 0 for a layer without RoPE (None: absent)."""
+    values = cfg.get("layer_rope_theta")
+    if values is None:
+        return None
+    if not isinstance(values, list):
+        raise TypeError("config key layer_rope_theta must be a list of numbers, one per layer")
+    if n is not None and len(values) != n:
+        raise ValueError(
+            f"config key layer_rope_theta has {len(values)} entries but num_hidden_layers={n}"
+        )
+    out = [config_real({"v": v}, "v") for v in values]
+    for i, v in enumerate(out):
+        if v < 0:
+            raise ValueError(f"config key layer_rope_theta[{i}] = {v!r} must be 0 (NoPE) or > 0")
+    return out
+
+
+def _theta_key(theta: float) -> str:
+    return f"rope_theta {theta!r}"
+
+
+def _layer_theta_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """Granite SWA's ``layer_rope_theta``: the flat rope dict once per distinct non-zero base
+    (transformers 5.24 builds one rotary module per base, ``theta_config.rope_parameters =
+    {**rope_parameters, "rope_theta": theta}``)."""
+    flat = _flat_dicts(cfg, rp, rs, notes)
+    thetas = _layer_thetas(cfg, None)
+    if thetas is None:
+        return flat
+    return {_theta_key(t): {**flat[None], "rope_theta": t} for t in sorted(set(thetas)) if t}
+
+
+def _molmo2_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """Molmo 2: the flat rope dict for the layers of ``rope_scaling_layers`` ("scaled"), and
+    the same base unscaled for the others (transformers 5.24 ``Molmo2RotaryEmbedding(config,
+    scaled=False)``: rope_type default)."""
+    flat = dict(_flat_dicts(cfg, rp, rs, notes)[None])
+    flat.setdefault("rope_theta", cfg.get("rope_theta"))
+    flat.setdefault("rope_type", flat.get("type", "default"))
+    return {"scaled": flat, "unscaled": {"rope_type": "default", "rope_theta": flat["rope_theta"]}}
+
+
 _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
+        "molmo2": _molmo2_dicts,
+        "layer_rope_theta": _layer_theta_dicts,
         "gemma3": _gemma3_dicts,
         "olmo3": _olmo3_dicts,
         "deepseek_v4": _deepseek_v4_dicts,
@@ -610,7 +660,13 @@ def _rule_layer_types(family, cfg, n, notes):
             "default pattern of sliding and full layers that refimpl's record does not hold"
         )
     _only(types, PLAIN_LAYER_TYPES, family)
-    return _plans(types)
+    rp = cfg.get("rope_parameters")
+    off = sorted(k for k, v in rp.items() if v is None) if isinstance(rp, dict) else []
+    if off:
+        notes.append(
+            f"rope_parameters {off} null: those layers have no RoPE (no table is built for them)"
+        )
+    return _plans(types, [t not in off for t in types])
 
 
 def _rule_gemma2(family, cfg, n, notes):
@@ -937,6 +993,154 @@ def _gemma4_head_dims(cfg: Mapping, types: list[str]) -> list[int | None]:
     return [width if t == "full_attention" else None for t in types]
 
 
+def _rule_layer_rope_theta(family, cfg, n, notes):
+    """Granite SWA: layer i rotates with base ``layer_rope_theta[i]`` (0: no RoPE); without
+    the list every layer takes ``rope_theta`` (the config class's default)."""
+    types = _given_types(cfg, "layer_types", n, notes) or ["full_attention"] * n
+    _only(types, PLAIN_LAYER_TYPES, family)
+    thetas = _layer_thetas(cfg, n)
+    if thetas is None:
+        notes.append(f"{family.name}: no layer_rope_theta: every layer at rope_theta")
+        return _plans(types)
+    return _plans(types, [t != 0 for t in thetas], [_theta_key(t) for t in thetas])
+
+
+def _rule_layer_theta_nope(family, cfg, n, notes):
+    """Muse Spark and Glimmer: ``layer_rope_theta[i] == 0`` marks a layer without RoPE; every
+    other layer takes the one rotary module at ``rope_theta`` whatever non-zero value the list
+    holds (transformers 5.24 passes ``position_embeddings if layer_rope_theta[i] else None``).
+    Without the list the config class puts NoPE on every fourth layer counting back from the
+    last."""
+    types = _given_types(cfg, "layer_types", n, notes) or ["full_attention"] * n
+    _only(types, PLAIN_LAYER_TYPES, family)
+    thetas = _layer_thetas(cfg, n)
+    if thetas is None:
+        thetas = [0.0 if (n - 1 - i) % 4 == 0 else 1.0 for i in range(n)]
+        notes.append(
+            f"{family.name}: no layer_rope_theta: NoPE on every fourth layer from the last "
+            f"({family.config_class}'s default)"
+        )
+    elif len({t for t in thetas if t}) > 1:
+        notes.append(
+            f"{family.name}: layer_rope_theta's non-zero values differ, but every rotating "
+            "layer uses the one rotary module at rope_theta"
+        )
+    return _plans(types, [t != 0 for t in thetas])
+
+
+def _rule_linear_sliding_rope(family, cfg, n, notes):
+    """Lara Mini: linear-attention layers, and attention layers of which only the sliding ones
+    get the rotary tables (transformers 5.24 passes ``position_embeddings if layer_type ==
+    "sliding_attention" else None``); the full-attention layers are NoPE."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        raise ValueError(
+            f"{family.name} needs config key layer_types: {family.config_class} builds its "
+            "default pattern in code that refimpl's record does not hold"
+        )
+    _only(types, ("full_attention", "sliding_attention", "linear_attention"), family)
+    return _plans(types, [t == "sliding_attention" for t in types])
+
+
+def _rule_zaya(family, cfg, n, notes):
+    """ZAYA: every layer attends (beside its mixer) with the rope of its type, "hybrid" or
+    "hybrid_sliding"; without layer_types every layer is "hybrid" (the config class's
+    default)."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = ["hybrid"] * n
+        notes.append(f"{family.name}: no layer_types: every layer 'hybrid' (class default)")
+    _only(types, ("hybrid", "hybrid_sliding"), family)
+    return _plans(types)
+
+
+def _rule_molmo2(family, cfg, n, notes):
+    """Molmo 2: layers in ``rope_scaling_layers`` (every layer without the list, the config
+    class's default) rotate with the scaled rope, the others with the unscaled one."""
+    types = _given_types(cfg, "layer_types", n, notes) or ["full_attention"] * n
+    _only(types, PLAIN_LAYER_TYPES, family)
+    idxs = cfg.get("rope_scaling_layers")
+    if idxs is None:
+        idxs = list(range(n))
+    if not isinstance(idxs, list):
+        raise TypeError("config key rope_scaling_layers must be a list of layer indices")
+    idxs = {check_int(i, "rope_scaling_layers entry", minimum=0, maximum=n - 1) for i in idxs}
+    return _plans(types, None, ["scaled" if i in idxs else "unscaled" for i in range(n)])
+
+
+def _rule_cohere2_moe(family, cfg, n, notes):
+    """Cohere2 MoE: RoPE where sliding_window is set (sliding layers), and on the dense-MLP
+    layers too when ``prefix_dense_sliding_window_pattern`` is 1 (transformers 5.24
+    ``force_rope``). The config class derives both lists from ``first_k_dense_replace`` and two
+    patterns, which refimpl does not repeat: the lists must be given."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    mlp = _given_types(cfg, "mlp_layer_types", n, notes)
+    if types is None or mlp is None:
+        raise ValueError(
+            f"{family.name} needs config keys layer_types and mlp_layer_types: "
+            f"{family.config_class} derives them from first_k_dense_replace and two patterns"
+        )
+    _only(types, PLAIN_LAYER_TYPES, family)
+    window = cfg.get("sliding_window") is not None
+    force = cfg.get("prefix_dense_sliding_window_pattern") == 1
+    uses = [
+        (t == "sliding_attention" and window) or (m == "dense" and force)
+        for t, m in zip(types, mlp, strict=True)
+    ]
+    return _plans(types, uses)
+
+
+def _rule_reference_sliding(family, cfg, n, notes):
+    """Unlimited OCR: every layer rotates with the one rope, its "reference_sliding_attention"
+    layers (a sliding window over a reference cache) included."""
+    allowed = (*PLAIN_LAYER_TYPES, "reference_sliding_attention")
+    types = _given_types(cfg, "layer_types", n, notes) or ["reference_sliding_attention"] * n
+    _only(types, allowed, family)
+    return _plans(types)
+
+
+def _rule_falcon(family, cfg, n, notes):
+    """Falcon: RoPE on every layer, unless ``alibi`` is true (Falcon-RW), where the attention
+    adds ALiBi biases and rotates nothing (transformers 5.24 ``if alibi is None``)."""
+    if config_flag(cfg, "alibi", False):
+        raise ValueError(
+            f"{family.name} with config key alibi true has no RoPE: its attention adds ALiBi "
+            "biases instead (refimpl.bias.alibi_bias)"
+        )
+    return _rule_uniform(family, cfg, n, notes)
+
+
+def _rule_block_types(family, cfg, n, notes):
+    """RecurrentGemma: ``block_types`` repeated over the layers; "attention" blocks are local
+    attention with RoPE, "recurrent" ones have none (transformers names them
+    sliding_attention and linear_attention)."""
+    blocks = cfg.get("block_types")
+    if (
+        not isinstance(blocks, (list, tuple))
+        or not blocks
+        or not all(isinstance(b, str) for b in blocks)
+    ):
+        raise TypeError("config key block_types must be a non-empty list of strings")
+    _only(list(blocks), ("recurrent", "attention"), family, "block_types")
+    names = {"recurrent": "linear_attention", "attention": "sliding_attention"}
+    types = [names[blocks[i % len(blocks)]] for i in range(n)]
+    return _plans(types, [t == "sliding_attention" for t in types])
+
+
+def _rule_attn_layer_indices(family, cfg, n, notes):
+    """Bamba: attention (with RoPE) at ``attn_layer_indices``, Mamba 2 layers elsewhere; no
+    list means no attention layer (the config class's default)."""
+    idxs = cfg.get("attn_layer_indices")
+    if idxs is None:
+        idxs = []
+        notes.append(f"{family.name}: no attn_layer_indices: every layer is Mamba (no RoPE)")
+    if not isinstance(idxs, list):
+        raise TypeError("config key attn_layer_indices must be a list of layer indices")
+    idxs = {check_int(i, "attn_layer_indices entry", minimum=0, maximum=n - 1) for i in idxs}
+    types = ["full_attention" if i in idxs else "linear_attention" for i in range(n)]
+    return _plans(types, [i in idxs for i in range(n)])
+
+
 def _int_key(key: str) -> int:
     try:
         return int(key)
@@ -967,6 +1171,16 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "kimi_linear": _rule_kimi_linear,
         "conv_hybrid": _rule_conv_hybrid,
         "zamba2": _rule_zamba2,
+        "layer_rope_theta": _rule_layer_rope_theta,
+        "layer_theta_nope": _rule_layer_theta_nope,
+        "falcon": _rule_falcon,
+        "reference_sliding": _rule_reference_sliding,
+        "cohere2_moe": _rule_cohere2_moe,
+        "molmo2": _rule_molmo2,
+        "zaya": _rule_zaya,
+        "linear_sliding_rope": _rule_linear_sliding_rope,
+        "block_types": _rule_block_types,
+        "attn_layer_indices": _rule_attn_layer_indices,
     }
 )
 LAYER_RULES = tuple(_LAYER_RULE_FUNCTIONS)

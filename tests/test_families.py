@@ -1021,3 +1021,225 @@ def test_families_with_a_rope_per_layer_type_in_the_class():
         rope_schedule({"model_type": "mimo_v2_flash", "num_hidden_layers": 2})
     exa = rope_schedule({"model_type": "exaone_moe", "num_hidden_layers": 4, "head_dim": 64})
     assert [x.spec is None for x in exa] == [False, False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "kind", "api"),
+    [
+        ("gpt2", "learned absolute positions", None),
+        ("bloom", "ALiBi", "refimpl.bias.alibi_bias"),
+        ("t5", "relative position buckets", "refimpl.bias.t5_bias"),
+        ("whisper", "sinusoidal absolute positions", "refimpl.absolute.sinusoidal"),
+        ("mamba", "no position encoding", None),
+    ],
+)
+def test_types_without_rope_are_refused_naming_their_positions(model_type, kind, api):
+    # hand-made: a rope_theta does not make a model without a rotary embedding rotate
+    cfg = {"model_type": model_type, "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 1e4}
+    with pytest.raises(ValueError) as err:
+        rope_schedule(cfg)
+    msg = str(err.value)
+    assert f"model_type {model_type!r} has no RoPE" in msg and kind in msg
+    assert (api in msg) if api else "(refimpl:" not in msg
+
+
+def test_a_wrapper_of_a_decoder_without_rope_is_refused_by_the_decoder():
+    cfg = {"model_type": "blip-2", "text_config": {"model_type": "opt"}}  # hand-made
+    with pytest.raises(ValueError, match=r"model_type 'opt' has no RoPE.*learned absolute"):
+        rope_schedule(cfg)
+
+
+def test_no_rope_types_have_no_family_record():
+    from refimpl.families import FAMILIES, NO_ROPE
+
+    types = [t for kinds in NO_ROPE.values() for t in kinds]
+    assert len(types) == len(set(types))
+    assert not set(types) & set(FAMILIES)
+
+
+def test_configs_composed_of_models_are_refused_naming_the_part():
+    cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
+        "model_type": "my-encoder-decoder",
+        "encoder": {"model_type": "bert", "hidden_size": 64},
+        "decoder": {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4},
+    }
+    with pytest.raises(ValueError, match=r"composes other models.*\['decoder', 'encoder'\]"):
+        rope_schedule(cfg)
+    # a decoder whose config also holds a codec's config is read as a decoder
+    cfg = {"model_type": "my-speech-decoder", "hidden_size": 64, "num_attention_heads": 4}
+    cfg |= {"rope_theta": 1e4, "num_hidden_layers": 2, "codec_config": {"model_type": "mimi"}}
+    assert [layer.spec.rotary_dim for layer in rope_schedule(cfg)] == [16, 16]
+
+
+_F = ["full_attention"]
+_FSS = {"num_hidden_layers": 3, "layer_types": _F + ["sliding_attention"] * 2}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "bases", "width"),
+    [  # hand-made configs, reading through each class's defaults
+        ({"model_type": "modernbert", **_FSS}, [160000.0, 1e4, 1e4], 64),
+        ({"model_type": "pe_audio", "text_config": _FSS}, None, 64),
+        (
+            {
+                "model_type": "t5gemma2_decoder",
+                "num_hidden_layers": 6,
+                "layer_types": ["sliding_attention"] * 5 + _F,
+            },
+            [1e4] * 5 + [1e6],
+            256,
+        ),
+        ({"model_type": "emu3", "text_config": {}}, [1e6] * 32, 128),
+        ({"model_type": "deepseek_ocr2", "text_config": {}}, [1e4] * 32, 128),
+        ({"model_type": "dia_decoder"}, [1e4] * 18, 128),
+        ({"model_type": "voxtral_realtime_text", "num_hidden_layers": 2}, [1e4] * 2, 128),
+    ],
+)
+def test_records_that_reuse_a_rope(cfg, bases, width):
+    sched = rope_schedule(cfg)
+    assert {layer.spec.rotary_dim for layer in sched} == {width}
+    if bases is not None:
+        assert [layer.spec.base for layer in sched] == bases
+
+
+def test_qwen2_5_omni_thinker_reads_qwen2_5_vl_sections():
+    spec = rope_schedule({"model_type": "qwen2_5_omni_thinker", "text_config": {}})[0].spec
+    assert spec.mrope_section == (16, 24, 24) and spec.rotary_dim == 128
+
+
+def test_m_rope_decoders_of_paddleocr_vl_and_cosmos3_edge():
+    paddle = rope_schedule({"model_type": "paddleocr_vl", "text_config": {}})[0].spec
+    assert (paddle.mrope_section, paddle.mrope_layout, paddle.base) == (
+        (16, 24, 24),
+        "blocked",
+        5e5,
+    )
+    cosmos = rope_schedule({"model_type": "cosmos3_edge", "text_config": {}})[0].spec
+    assert (cosmos.mrope_section, cosmos.mrope_layout) == ((24, 20, 20), "interleaved")
+
+
+def test_gemma3n_and_lfm3_read_a_rope_per_layer_type():
+    types = ["sliding_attention"] * 4 + ["full_attention"]
+    g = rope_schedule({"model_type": "gemma3n_text", "num_hidden_layers": 5, "layer_types": types})
+    assert [layer.spec.base for layer in g] == [1e4] * 4 + [1e6]
+    types = ["conv", "full_attention", "sliding_attention"]
+    lfm = rope_schedule({"model_type": "lfm3", "num_hidden_layers": 3, "layer_types": types})
+    assert lfm[0].spec is None
+    assert (lfm[1].spec.rope_type, lfm[1].spec.base, lfm[2].spec.base) == ("proportional", 1e6, 1e4)
+
+
+def test_layer_rope_theta_bases_per_layer_or_nope_markers():
+    cfg = {"model_type": "granite_swa", "num_hidden_layers": 3, "layer_rope_theta": [1e4, 0, 5e5]}
+    assert [x.spec and x.spec.base for x in rope_schedule(cfg)] == [1e4, None, 5e5]
+    assert [x.spec.base for x in rope_schedule({"model_type": "granitemoe_swa"})] == [1e4] * 32
+    # Muse: a non-zero entry only says "rotates", with the one module at rope_theta
+    cfg = {"model_type": "muse_spark_text", "num_hidden_layers": 3, "layer_rope_theta": [0, 7, 5e5]}
+    sched = rope_schedule(cfg)
+    assert [x.spec and x.spec.base for x in sched] == [None, 5e5, 5e5]
+    assert any("one rotary module at rope_theta" in n for n in sched.notes)
+    default = rope_schedule({"model_type": "muse_glimmer", "text_config": {"num_hidden_layers": 5}})
+    assert [x.spec is None for x in default] == [True, False, False, False, True]
+    with pytest.raises(ValueError, match=r"layer_rope_theta\[1\] = -1.0"):
+        rope_schedule(
+            {"model_type": "granite_swa", "num_hidden_layers": 2, "layer_rope_theta": [1, -1]}
+        )
+
+
+def test_a_null_rope_per_layer_type_is_nope_and_ultrabert_and_qwen3_omni():
+    types = ["sliding_attention", "full_attention"]
+    beam = rope_schedule({"model_type": "beam", "num_hidden_layers": 2, "layer_types": types})
+    assert [x.spec is None for x in beam] == [False, True]
+    assert any("null: those layers have no RoPE" in n for n in beam.notes)
+    ultra = rope_schedule({"model_type": "ultrabert", "num_hidden_layers": 2, "layer_types": types})
+    assert [x.spec.base for x in ultra] == [1e4, 2560000.0]
+    omni = {"model_type": "qwen3_omni_moe_thinker", "text_config": {"head_dim": 128}}
+    spec = rope_schedule(omni)[0].spec
+    assert (spec.mrope_section, spec.mrope_layout) == ((24, 20, 20), "interleaved")
+    with pytest.raises(ValueError, match="not divisible by num_attention_heads=28; give head_dim"):
+        rope_schedule({"model_type": "qwen3_omni_moe_thinker", "text_config": {}})
+
+
+@pytest.mark.parametrize("model_type", ["gemma4_unified", "diffusion_gemma", "embedding_gemma2"])
+def test_gemma4_variants_widen_the_full_attention_heads(model_type):
+    types = ["sliding_attention", "full_attention"]
+    text = {
+        "num_hidden_layers": 2,
+        "layer_types": types,
+        "per_layer_config": {"1": {"head_dim": 512}},
+    }
+    sched = rope_schedule({"model_type": model_type, "text_config": text})
+    assert [x.spec.dim for x in sched] == [256, 512]
+
+
+def test_hybrids_with_block_lists():
+    gemma = rope_schedule({"model_type": "recurrent_gemma", "num_hidden_layers": 4})
+    assert [x.spec and x.spec.rotary_dim for x in gemma] == [None, None, 128, None]
+    assert gemma[2].layer_type == "sliding_attention"
+    bamba = rope_schedule(
+        {"model_type": "bamba", "num_hidden_layers": 3, "attn_layer_indices": [1]}
+    )
+    assert [x.spec and x.spec.rotary_dim for x in bamba] == [None, 64, None]
+    assert all(
+        x.spec is None for x in rope_schedule({"model_type": "bamba", "num_hidden_layers": 2})
+    )
+    falcon = rope_schedule({"model_type": "falcon_h1", "num_hidden_layers": 2})
+    assert [x.spec.rotary_dim for x in falcon] == [128, 128]
+    with pytest.raises(ValueError, match=r"block_types\[0\] = 'mlp'"):
+        rope_schedule(
+            {"model_type": "recurrent_gemma", "num_hidden_layers": 2, "block_types": ["mlp"]}
+        )
+
+
+def test_falcon_with_alibi_is_refused_not_read_as_rope():
+    cfg = {"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4}  # hand-made
+    cfg["num_hidden_layers"] = 2
+    assert [x.spec.rotary_dim for x in rope_schedule(cfg)] == [16, 16]
+    with pytest.raises(ValueError, match=r"alibi true has no RoPE.*refimpl\.bias\.alibi_bias"):
+        rope_schedule({**cfg, "alibi": True})
+
+
+def test_lara_mini_rotates_its_sliding_layers_only():
+    types = ["linear_attention", "sliding_attention", "full_attention"]
+    sched = rope_schedule({"model_type": "lara_mini", "num_hidden_layers": 3, "layer_types": types})
+    assert [x.spec is not None for x in sched] == [False, True, False]
+    with pytest.raises(ValueError, match="lara_mini needs config key layer_types"):
+        rope_schedule({"model_type": "lara_mini", "num_hidden_layers": 3})
+
+
+def test_zaya_rotates_half_of_each_head_with_the_rope_of_its_type():
+    types = ["hybrid", "hybrid_sliding"]
+    sched = rope_schedule({"model_type": "zaya", "num_hidden_layers": 2, "layer_types": types})
+    assert [(x.spec.rotary_dim, x.spec.base) for x in sched] == [(64, 5e6), (64, 1e4)]
+    with pytest.raises(ValueError, match=r"zaya: layer_types\[0\] = 'conv'"):
+        rope_schedule({"model_type": "zaya", "num_hidden_layers": 1, "layer_types": ["conv"]})
+
+
+def test_molmo2_scales_only_its_rope_scaling_layers():
+    rope = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0}  # hand-made
+    rope["original_max_position_embeddings"] = 8192
+    cfg = {"model_type": "molmo2", "text_config": {"num_hidden_layers": 3}}
+    cfg["text_config"] |= {"rope_parameters": rope, "rope_scaling_layers": [1]}
+    sched = rope_schedule(cfg)
+    assert [x.spec.rope_type for x in sched] == ["default", "yarn", "default"]
+    assert {x.spec.base for x in sched} == {1e6}
+    everywhere = rope_schedule(
+        {**cfg, "text_config": {"num_hidden_layers": 2, "rope_parameters": rope}}
+    )
+    assert [x.spec.rope_type for x in everywhere] == ["yarn", "yarn"]
+
+
+def test_cohere2_moe_forces_rope_on_dense_prefix_layers():
+    cfg = {"model_type": "cohere2_moe", "num_hidden_layers": 3}  # hand-made
+    cfg |= {"layer_types": ["full_attention", "full_attention", "sliding_attention"]}
+    cfg |= {"mlp_layer_types": ["dense", "sparse", "sparse"]}
+    assert [x.spec is not None for x in rope_schedule(cfg)] == [True, False, True]
+    off = {**cfg, "prefix_dense_sliding_window_pattern": 4}
+    assert [x.spec is not None for x in rope_schedule(off)] == [False, False, True]
+    with pytest.raises(ValueError, match="needs config keys layer_types and mlp_layer_types"):
+        rope_schedule({"model_type": "cohere2_moe", "num_hidden_layers": 3})
+
+
+def test_unlimited_ocr_rotates_its_reference_window_layers():
+    sched = rope_schedule({"model_type": "unlimited_ocr", "text_config": {}})
+    assert len(sched) == 12 and {x.spec.rotary_dim for x in sched} == {128}
+    assert sched[0].layer_type == "reference_sliding_attention"
