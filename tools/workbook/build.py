@@ -54,6 +54,7 @@ DATA_GLOBS = (
     "experiments/results/*.json",
     "tests/parity/configs/*.json",
     "tests/parity/configs/*.md",
+    "tests/parity/model_coverage*.json",
     "tests/engines/configs/*.json",
     "benchmarks/results/*.json",
     "examples/*/*.py",

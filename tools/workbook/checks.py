@@ -2559,6 +2559,43 @@ def _mrope_timestamps(ns):
 
 
 @_add(
+    "ex-coverage-alibi",
+    "alibi_types = ...  # sorted model types refused with ALiBi's bias as their API",
+    "Recomputed from the coverage table (entries): refused types whose api names alibi.",
+    "Look at entry['api'] of the refused entries.",
+)
+def _coverage_alibi(ns):
+    want = sorted(
+        name
+        for name, entry in ns["entries"].items()
+        if entry["status"] == "refused" and "alibi" in (entry.get("api") or "")
+    )
+    got = ns["alibi_types"]
+    if isinstance(got, (set, frozenset, tuple)):
+        got = sorted(got)
+    return _equal(got, want, "alibi_types", "Only refused entries count; sort the names.")
+
+
+@_add(
+    "ex-coverage-unknown",
+    """
+message = ...   # the ValueError's text for 'my_decoder' with no_rope_layers
+n_layers = ...  # len(rope_schedule(...)) once no_rope_layers is removed
+""",
+    "The message must name the model type and the key; n_layers is compared with Llama's "
+    "class-default num_hidden_layers.",
+    "Catch the ValueError with try/except and keep str(exc).",
+)
+def _coverage_unknown(ns):
+    message, n = ns["message"], ns["n_layers"]
+    if not isinstance(message, str):
+        return _failed(f"message should be the error's text (a str), got {type(message).__name__}.")
+    if "my_decoder" not in message or "no_rope_layers" not in message:
+        return _failed("message should be refimpl's refusal, naming 'my_decoder' and the key.")
+    return _equal(n, ns["CLASS_CONFIGS"]["llama"]["num_hidden_layers"], "n_layers")
+
+
+@_add(
     "ex-models-index-notes",
     "nested = ...  # stems of the page's config files whose schedule notes mention text_config",
     "Recomputed from rope_schedule(p).notes for the page's files.",
