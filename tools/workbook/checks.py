@@ -2565,11 +2565,8 @@ def _mrope_timestamps(ns):
     "Look at entry['api'] of the refused entries.",
 )
 def _coverage_alibi(ns):
-    want = sorted(
-        name
-        for name, entry in ns["entries"].items()
-        if entry["status"] == "refused" and "alibi" in (entry.get("api") or "")
-    )
+    refused = {k: e for k, e in ns["entries"].items() if e["status"] == "refused"}
+    want = sorted(k for k, e in refused.items() if "alibi_bias" in str(e.get("api")))
     got = ns["alibi_types"]
     if isinstance(got, (set, frozenset, tuple)):
         got = sorted(got)
