@@ -59,6 +59,7 @@ from .family_rules import (  # noqa: F401 (the rules' names, importable from her
 __all__ = [
     "FAMILIES",
     "MARKERS",
+    "NO_MODEL",
     "NO_ROPE",
     "TOWERS",
     "UNSUPPORTED",
@@ -482,6 +483,36 @@ _INDEXER_V4 = Submodule(
 _RECORDS = (
     # Half pairing, leading slice, one rope for every layer.
     _LLAMA,
+    # Config classes only: transformers' auto mapping runs LlamaModel for these types.
+    _like(
+        _LLAMA,
+        "exaone",
+        ("exaone",),
+        "ExaoneConfig",
+        _d(4096, 32, 32, 4096, 500000.0),
+        aliases={"num_hidden_layers": "num_layers"},
+        source="transformers 5.24 models/exaone/configuration_exaone.py (a config class only: "
+        "the auto mapping runs LlamaModel; attribute_map num_layers -> num_hidden_layers, "
+        "default_theta 500000)",
+    ),
+    _like(
+        _LLAMA,
+        "internlm3",
+        ("internlm3",),
+        "InternLM3Config",
+        _d(4096, 32, 48, 32768, 1e4, head_dim=128),
+        source="transformers 5.24 models/internlm3/configuration_internlm3.py (a config class "
+        "only: the auto mapping runs LlamaModel)",
+    ),
+    _like(
+        _LLAMA,
+        "iquestcoder",
+        ("iquestcoder",),
+        "IQuestCoderConfig",
+        _d(5120, 40, 80, 131072, 1e4, head_dim=128),
+        source="transformers 5.24 models/iquestcoder/configuration_iquestcoder.py (a config "
+        "class only: the auto mapping runs LlamaModel)",
+    ),
     _like(_LLAMA, "mistral", ("mistral",), "MistralConfig", _d(4096, 32, 32, 131072, 1e4)),
     _like(_LLAMA, "mixtral", ("mixtral",), "MixtralConfig", _d(4096, 32, 32, 131072, 1e6)),
     _like(_LLAMA, "ministral", ("ministral",), "MinistralConfig", _d(4096, 32, 32, 131072, 1e4)),
@@ -712,6 +743,21 @@ _RECORDS = (
         source=_tf("hunyuan_v1_moe") + " (dynamic with alpha is the static ntk_alpha base)",
     ),
     Family(
+        "dbrx",
+        ("dbrx",),
+        "DbrxConfig",
+        _d(2048, 16, 24, 2048, 1e4),
+        aliases={
+            "hidden_size": "d_model",
+            "num_attention_heads": "n_heads",
+            "num_hidden_layers": "n_layers",
+            "max_position_embeddings": "max_seq_len",
+        },
+        rope_form="dbrx",
+        source=_tf("dbrx") + " (rotate_half over whole heads of d_model // n_heads; the base "
+        "from the top-level rope_parameters, not attn_config)",
+    ),
+    Family(
         "phi3",
         ("phi3",),
         "Phi3Config",
@@ -759,6 +805,16 @@ _RECORDS = (
         "Glm4MoeConfig",
         _d(4096, 96, 46, 131072, 1e4, partial_rotary_factor=0.5),
         source=_tf("glm4_moe"),
+    ),
+    _like(
+        _NEOX,
+        "sarvam_moe",
+        ("sarvam_moe",),
+        "SarvamMoEConfig",
+        _d(4096, 64, 19, 131072, 8e6, head_dim=64, partial_rotary_factor=1.0),
+        source="transformers 5.24 models/sarvam_moe/configuration_sarvam_moe.py (a config class "
+        "only: the auto mapping runs Glm4MoeModel, models/glm4_moe/modeling_glm4_moe.py; "
+        "partial_rotary_factor defaults to 1.0, the whole head)",
     ),
     Family(
         "minimax_m2",
@@ -1057,6 +1113,16 @@ _RECORDS = (
         "Glm4MoeLiteConfig",
         _d(2048, 20, 47, 202752, 1e4, qk_rope_head_dim=64, rope_interleave=True),
         source=_tf("glm4_moe_lite"),
+    ),
+    _like(
+        _MLA,
+        "sarvam_mla",
+        ("sarvam_mla",),
+        "SarvamMLAConfig",
+        _d(4096, 64, 32, 4096, 1e4, qk_rope_head_dim=64, rope_interleave=True),
+        source="transformers 5.24 models/sarvam_mla/configuration_sarvam_mla.py (a config "
+        "class only: the auto mapping runs DeepseekV3Model, models/deepseek_v3/"
+        "modeling_deepseek_v3.py)",
     ),
     _like(
         _MLA,
@@ -1943,6 +2009,26 @@ UNSUPPORTED: Mapping[str, str] = MappingProxyType(
 )
 
 
+# Model types for which transformers 5.24 ships a config class and no model: neither a
+# modeling file nor a model class in its auto mapping (MODEL_MAPPING_NAMES), so there is no code
+# that fixes which layers rotate, over what width and pairing; refused with what is missing.
+NO_MODEL: Mapping[str, str] = MappingProxyType(
+    {
+        "layoutxlm": (
+            "LayoutXLMConfig (a LayoutLMv2Config) serves LayoutXLM's processor and tokenizer; "
+            "the model LayoutXLM's weights load into is LayoutLMv2's (model_type layoutlmv2), "
+            "which has no RoPE"
+        ),
+        "pp_chart2table_vision": (
+            "PPChart2TableVisionConfig is the vision encoder's part of pp_chart2table, whose "
+            "auto mapping runs GotOcr2ForConditionalGeneration (its vision encoder, "
+            "got_ocr2_vision, has no RoPE); read a pp_chart2table file whole: its text_config "
+            "is the Qwen2 decoder"
+        ),
+    }
+)
+
+
 # Model types whose rotary module turns over positions that are not tokens: refimpl's schedule
 # reader describes text decoders; these build a RopeSpec and give it their own positions.
 TOWERS: Mapping[str, str] = MappingProxyType(
@@ -2437,6 +2523,12 @@ def resolve(cfg: dict, notes: list) -> Reading:
             f"{TOWERS[model_type]}, not token positions; build a refimpl.RopeSpec of its head "
             "width and base and give it those positions (audio frames in seconds: "
             "refimpl.audio.frame_times; patch grids: refimpl.multiaxis.apply_rope_2d)"
+        )
+    if model_type in NO_MODEL:
+        raise ValueError(
+            f"model_type {model_type!r}: transformers 5.24 ships a config class for it but no "
+            "model class (no modeling file, nothing in its auto mapping; "
+            f"refimpl.families.NO_MODEL), so no code says how it rotates: {NO_MODEL[model_type]}"
         )
     kind = _NO_ROPE_KIND.get(model_type)
     if kind is not None:

@@ -348,9 +348,38 @@ def _molmo2_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return {"scaled": flat, "unscaled": {"rope_type": "default", "rope_theta": flat["rope_theta"]}}
 
 
+def _dbrx_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """DBRX: the flat rope fields. Its released files put the base in ``attn_config.rope_theta``,
+    which transformers 5.24's ``DbrxAttentionConfig`` keeps as an unread attribute while the
+    rotary module reads the top-level ``rope_parameters`` (default 10000): a base there that
+    differs from the one transformers rotates with is refused, naming the key."""
+    flat = _flat_dicts(cfg, rp, rs, notes)
+    attn = cfg.raw.get("attn_config")
+    if attn is None:
+        return flat
+    if not isinstance(attn, Mapping):
+        raise TypeError(f"config key attn_config must be an object, got {attn!r}")
+    if attn.get("rope_theta") is None:
+        return flat
+    inner = config_real(attn, "rope_theta")
+    used = flat[None].get("rope_theta") if None in flat else None
+    used = cfg.get("rope_theta") if used is None else config_real({"v": used}, "v")
+    if inner != used:
+        raise ValueError(
+            f"dbrx: config key attn_config.rope_theta = {inner!r}, but transformers 5.24 "
+            "(DbrxConfig, DbrxRotaryEmbedding) reads the base from the top-level rope_parameters "
+            f"/ rope_theta ({used!r}) and ignores attn_config.rope_theta, so the model would run "
+            "with a base other than the file's; refimpl does not choose between them: write the "
+            "base as the top-level rope_theta (or rope_parameters) equal to attn_config's"
+        )
+    notes.append(f"dbrx: attn_config.rope_theta {inner!r} equals the top-level base")
+    return flat
+
+
 _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
+        "dbrx": _dbrx_dicts,
         "molmo2": _molmo2_dicts,
         "layer_rope_theta": _layer_theta_dicts,
         "gemma3": _gemma3_dicts,

@@ -1057,6 +1057,33 @@ def test_no_rope_types_have_no_family_record():
     assert not set(types) & set(FAMILIES)
 
 
+def test_config_class_only_types_read_as_the_model_their_auto_mapping_runs():
+    # transformers 5.24 ships ExaoneConfig with no modeling file; AutoModel runs LlamaModel
+    # with it, whose RoPE reads num_layers through ExaoneConfig's attribute_map (hand-made)
+    exaone = rope_schedule({"model_type": "exaone", "num_layers": 3})
+    assert len(exaone) == 3 and exaone[0].spec.base == 500000.0  # its default_theta
+    assert "num_layers read as num_hidden_layers (ExaoneConfig's attribute_map)" in exaone.notes
+    # SarvamMoEConfig rotates whole heads, unlike Glm4MoeConfig (partial_rotary_factor 0.5)
+    sarvam = rope_schedule({"model_type": "sarvam_moe"})[0].spec
+    assert (sarvam.rotary_dim, sarvam.dim, sarvam.base) == (64, 64, 8e6)
+    # no model class at all: refused naming what is missing
+    for model_type in ("layoutxlm", "pp_chart2table_vision"):
+        with pytest.raises(ValueError, match=r"config class for it but no model class"):
+            rope_schedule({"model_type": model_type, "hidden_size": 64, "num_attention_heads": 4})
+
+
+def test_dbrx_reads_the_top_level_base_and_refuses_another_in_attn_config():
+    # hand-made, in DBRX's key names (d_model, n_heads, n_layers through DbrxConfig's
+    # attribute_map); transformers 5.24 rotates with the top-level base only
+    base = {"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40}
+    plain = rope_schedule({**base, "attn_config": {"kv_n_heads": 8}})
+    assert (len(plain), plain[0].spec.dim, plain[0].spec.base) == (40, 128, 10000.0)
+    with pytest.raises(ValueError, match=r"attn_config\.rope_theta = 500000.*ignores"):
+        rope_schedule({**base, "attn_config": {"rope_theta": 500000}})
+    agreed = rope_schedule({**base, "rope_theta": 5e5, "attn_config": {"rope_theta": 500000}})
+    assert agreed[0].spec.base == 500000.0
+
+
 def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
         "model_type": "my-encoder-decoder",

@@ -268,9 +268,13 @@ def modeling_module(config):
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name == name:
+            borrowed = borrowed_modeling(config)
+            if borrowed is not None:
+                return borrowed
             raise ModuleNotFoundError(
                 f"transformers {TRANSFORMERS_VERSION} ships a config class for this type but no "
-                f"model ({name} does not exist)"
+                f"model ({name} does not exist and MODEL_MAPPING_NAMES maps no model class "
+                "to it)"
             ) from None
         spec = importlib.util.find_spec(name)
         text = pathlib.Path(spec.origin).read_text() if spec and spec.origin else ""
@@ -279,6 +283,21 @@ def modeling_module(config):
         stand_in = types.ModuleType(name)
         stand_in.__source_text__ = text
         return stand_in
+
+
+def borrowed_modeling(config):
+    """The modeling module of the model class that transformers' auto mapping gives a type
+    that ships a config class only (EXAONE and InternLM 3 run LlamaModel, Sarvam's types
+    DeepseekV3Model and Glm4MoeModel), or None where the mapping gives it no model."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    import transformers
+
+    cls_name = MODEL_MAPPING_NAMES.get(config.model_type)
+    cls = getattr(transformers, cls_name, None) if isinstance(cls_name, str) else None
+    if cls is None:
+        return None
+    return importlib.import_module(cls.__module__)
 
 
 def rotary_classes(module) -> list:
@@ -608,9 +627,30 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
 
     text = getattr(config, "text_config", None)
     text = text if text is not None and hasattr(text, "to_dict") else config
-    modeling = modeling_module(text)
-    rot_cls, _ = text_rotary(modeling, text)
     how, got = refimpl_reading(cfg_dict)
+    try:
+        modeling = modeling_module(text)
+    except ModuleNotFoundError as exc:
+        if "but no model" not in str(exc):
+            raise
+        # nothing to compare with: the honest reading is a refusal that says so
+        result = {"rotary": None, "transformers": str(exc)}
+        parts = composed_of(text)
+        if how == "refused" and (
+            "no model class" in got or (parts and "composes other models" in got)
+        ):
+            if parts:
+                result["transformers"] += f"; composed of other models ({', '.join(parts)})"
+            result.update(status="refused", reason=got, api=api_of(got))
+        else:
+            result.update(
+                status="failed" if how == "refused" else "silent",
+                reason=got if how == "refused" else None,
+                why=f"{exc}; refimpl "
+                + ("refuses for another reason" if how == "refused" else "reads a schedule"),
+            )
+        return result
+    rot_cls, _ = text_rotary(modeling, text)
     result = {"rotary": None if rot_cls is None else rot_cls.__name__}
     text_type = getattr(text, "model_type", model_type)
     if text is not config:
@@ -743,6 +783,20 @@ def api_of(message: str) -> str | None:
     return ", ".join(dict.fromkeys(n.rstrip(".") for n in names)) or None
 
 
+# types whose config class does not build from its defaults alone: the fewest arguments that
+# make it valid, each as the class's own validator or registry demands
+CLASS_ARGS = {
+    # Gemma4AssistantConfig.validate_architecture: the drafter's text_config has no per-layer
+    # input embeddings (hidden_size_per_layer_input and vocab_size_per_layer_input must be 0;
+    # Gemma4TextConfig's defaults are 256 and 262144)
+    "gemma4_assistant": {
+        "text_config": {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0}
+    },
+    # NougatConfig's default encoder names model_type donut_swin, which AutoConfig registers
+    # as donut-swin
+    "nougat": {"encoder": {"model_type": "donut-swin"}},
+}
+
 RANK = {"silent": 0, "failed": 1, "wrongly_refused": 2, "refused": 3, "matched": 4}
 
 
@@ -754,7 +808,7 @@ def judge_type(model_type: str, stored: list) -> tuple[dict, dict | None]:
     try:
         with time_box(SECONDS_PER_TYPE), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            config = CONFIG_MAPPING[model_type]()
+            config = CONFIG_MAPPING[model_type](**copy.deepcopy(CLASS_ARGS.get(model_type, {})))
             class_cfg = reduced(jsonable(config.to_dict()))
             class_cfg.setdefault("model_type", model_type)
             entries.append(judge_one(model_type, config, class_cfg))
