@@ -742,6 +742,17 @@ _RECORDS = (
         dynamic_alpha=True,
         source=_tf("hunyuan_v1_moe") + " (dynamic with alpha is the static ntk_alpha base)",
     ),
+    _like(
+        _LLAMA,
+        "step3p5",
+        ("step3p5",),
+        "Step3p7TextConfig",
+        _d(4096, 64, 45, 128000, 1e4, head_dim=128),
+        honours_partial=True,
+        rope_form="step3p5",
+        source=_tf("step3p7") + " (a rope per layer type, built from per-layer rope_theta and "
+        "partial_rotary_factors lists; the leading slice rotates)",
+    ),
     Family(
         "dbrx",
         ("dbrx",),
@@ -1869,6 +1880,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "gemma3n": ("gemma3n_text", True),
         "gemma4": ("gemma4_text", True),
         "gemma4_assistant": ("gemma4_text", False),
+        "step3p7": ("step3p5", True),
         "gemma4_unified": ("gemma4_unified_text", True),
         "gemma4_unified_assistant": ("gemma4_unified_text", False),
         "glm46v": ("glm4v_text", False),

@@ -376,9 +376,81 @@ def _dbrx_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return flat
 
 
+def _step3p5_per_layer(cfg: ConfigView, key: str, n: int, padded: int, types: list) -> dict:
+    """``{layer type: value}`` of a per-layer list (or a scalar for every layer), as
+    ``Step3p7TextConfig.__post_init__`` reads it: each type takes its first layer's value."""
+    value = cfg.raw.get(key)
+    if not isinstance(value, list):
+        return dict.fromkeys(types, value)
+    if len(value) == padded and padded != n:
+        value = value[:n]  # the class drops the trailing multi-token-prediction entries
+    if len(value) != n:
+        raise ValueError(
+            f"step3p5: config key {key} has {len(value)} entries but num_hidden_layers={n}"
+            + (f" (or {padded} with num_nextn_predict_layers)" if padded != n else "")
+            + ": Step3p7TextConfig reads one entry per layer"
+        )
+    out: dict = {}
+    for i, (t, v) in enumerate(zip(types, value, strict=True)):
+        v = config_real({"v": v}, "v")
+        if t in out and out[t] != v:
+            raise ValueError(
+                f"step3p5: config key {key}[{i}] = {v!r} differs from {out[t]!r} of an earlier "
+                f"{t!r} layer; transformers 5.24 (Step3p7TextConfig) builds one rope per layer "
+                "type from its first layer's entry, so this layer would rotate with another "
+                "value than the file's; refimpl does not choose"
+            )
+        out.setdefault(t, v)
+    return out
+
+
+def _step3p5_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """Step 3.5 / 3.7's per-layer rope fields, as ``Step3p7TextConfig.__post_init__`` builds
+    ``rope_parameters``: one dict per layer type from ``rope_theta`` (a scalar or one entry per
+    layer) and ``partial_rotary_factors`` (one per layer), ``rope_scaling`` on the
+    full-attention type; a ``rope_parameters`` nested per layer type is kept as it is."""
+    n = config_int(cfg, "num_hidden_layers", minimum=1)
+    mtp = config_int(cfg.raw, "num_nextn_predict_layers", minimum=0) or 0
+    types = cfg.raw.get("layer_types")
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        types = None
+    if types is not None and len(types) == n + mtp and mtp:
+        types = types[:n]
+    if types is None or len(types) != n:
+        types = ["full_attention"] * n if types is None else list(types)
+    if isinstance(rp, Mapping) and rp and all(isinstance(rp.get(t), Mapping) for t in set(types)):
+        return {t: dict(rp[t]) for t in set(types)}
+    if rp:
+        raise ValueError(
+            "step3p5: rope_parameters not nested per layer type; Step3p7TextConfig rebuilds it "
+            "from rope_theta and partial_rotary_factors and ignores this one: write "
+            "rope_parameters nested per layer type, or rope_theta"
+        )
+    if cfg.raw.get("rope_theta") is None:
+        notes.append(f"no rope_theta: {cfg.defaults['rope_theta']!r} (Step3p7TextConfig's default)")
+        thetas = dict.fromkeys(types, cfg.defaults["rope_theta"])
+    else:
+        thetas = _step3p5_per_layer(cfg, "rope_theta", n, n + mtp, types)
+    partial = cfg.raw.get("partial_rotary_factors")
+    partials = None if partial is None else _step3p5_per_layer(
+        cfg, "partial_rotary_factors", n, n + mtp, types
+    )
+    out = {}
+    for t in dict.fromkeys(types):
+        d = {"rope_type": "default", "rope_theta": thetas[t]}
+        if partials:
+            d["partial_rotary_factor"] = partials[t]
+        out[t] = d
+    if rs and "full_attention" in out:
+        out["full_attention"].update(rs)
+        notes.append("step3p5: rope_scaling applies to the full-attention layers only")
+    return out
+
+
 _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
+        "step3p5": _step3p5_dicts,
         "dbrx": _dbrx_dicts,
         "molmo2": _molmo2_dicts,
         "layer_rope_theta": _layer_theta_dicts,

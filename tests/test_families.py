@@ -1084,6 +1084,19 @@ def test_dbrx_reads_the_top_level_base_and_refuses_another_in_attn_config():
     assert agreed[0].spec.base == 500000.0
 
 
+def test_step3p5_builds_a_rope_per_layer_type_from_per_layer_lists():
+    path = Path(__file__).parent / "parity" / "configs" / "step3p5.handmade.json"
+    cfg = json.loads(path.read_text(encoding="utf8"))  # hand-made (SOURCES.md)
+    got = [(x.spec.base, x.spec.rotary_dim) for x in rope_schedule(cfg)]
+    assert got == [(5e6, 64), (1e4, 128), (1e4, 128), (5e6, 64)]
+    wrapped = rope_schedule({"model_type": "step3p7", "text_config": cfg})
+    assert [(x.spec.base, x.spec.rotary_dim) for x in wrapped] == got
+    with pytest.raises(ValueError, match=r"rope_theta has 3 entries but num_hidden_layers=4"):
+        rope_schedule({**cfg, "rope_theta": [5e6, 1e4, 1e4]})
+    with pytest.raises(ValueError, match=r"rope_theta\[3\] = 4000000.0 differs"):
+        rope_schedule({**cfg, "rope_theta": [5e6, 1e4, 1e4, 4e6]})
+
+
 def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
         "model_type": "my-encoder-decoder",

@@ -297,6 +297,14 @@ FAMILIES = {
     "laguna": Family(
         "laguna", "LagunaConfig", "LagunaRotaryEmbedding", "LagunaAttention", per_layer_type=True
     ),
+    "step3p5": Family(
+        "step3p7",
+        "Step3p7TextConfig",
+        "Step3p7RotaryEmbedding",
+        "Step3p7Attention",
+        per_layer_type=True,
+        decoder="Step3p7DecoderLayer",
+    ),
     "mellum": Family(
         "mellum", "MellumConfig", "MellumRotaryEmbedding", "MellumAttention", per_layer_type=True
     ),
