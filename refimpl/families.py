@@ -295,6 +295,9 @@ class Family:
     aliases : mapping
         The config class's ``attribute_map``: a name the reader uses -> the key the file
         writes it under (JetMoe's ``head_dim`` is ``kv_channels``).
+    refuse_when : mapping
+        Config flag -> what the model does when the flag is true that a schedule does not
+        express (RoFormer's ``rotary_value``); a config with the flag true is refused.
     source : str
         The code the rules were checked against.
     """
@@ -320,6 +323,7 @@ class Family:
     submodules: tuple = ()
     layer_count: tuple | None = None
     aliases: Mapping = dataclasses.field(default_factory=dict)
+    refuse_when: Mapping = dataclasses.field(default_factory=dict)
     source: str = ""
 
     def __post_init__(self):
@@ -836,6 +840,25 @@ _RECORDS = (
         source=_tf("minimax_m2") + " (partial_rotary_factor = rotary_dim / head_dim)",
     ),
     # Interleaved pairs.
+    Family(
+        "roformer",
+        ("roformer",),
+        "RoFormerConfig",
+        _d(768, 12, 12, 1536, 1e4),
+        pairing="interleaved",
+        base_from="gptj",
+        honours_partial=False,
+        refuse_when={
+            "rotary_value": (
+                "transformers 5.24 RoFormerSelfAttention rotates the values as well as the queries and keys "
+                "(apply_rotary_position_embeddings with value_layer), so the attention output "
+                "carries the rotation; a schedule rotates queries and keys only"
+            )
+        },
+        source=_tf("roformer") + " (RoFormerSinusoidalPositionalEmbedding: sin/cos tables of "
+        "hidden_size // num_attention_heads features, base 10000 in the code, applied to "
+        "adjacent pairs of every self-attention layer)",
+    ),
     Family(
         "gptj",
         ("gptj",),
@@ -2097,6 +2120,7 @@ NO_ROPE: Mapping[str, tuple] = MappingProxyType(
             "chinese_clip_vision_model",
             "clip_text_model",
             "clip_vision_model",
+            "clvp_decoder",
             "clipseg_text_model",
             "clipseg_vision_model",
             "convbert",
@@ -2570,6 +2594,11 @@ def resolve(cfg: dict, notes: list) -> Reading:
             if alias not in text and key in text:
                 text[alias] = text[key]
                 notes.append(f"{key} read as {alias} ({family.config_class}'s attribute_map)")
+        for flag, why in family.refuse_when.items():
+            if text.get(flag):
+                raise ValueError(
+                    f"model_type {model_type!r} with config key {flag} true: {why}"
+                )
         view = ConfigView(text, family.defaults, family.config_class, notes)
         reason = f"{how}: record {family.name} ({family.config_class})"
         return Reading(family, view, model_type, reason)

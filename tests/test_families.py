@@ -1097,6 +1097,21 @@ def test_step3p5_builds_a_rope_per_layer_type_from_per_layer_lists():
         rope_schedule({**cfg, "rope_theta": [5e6, 1e4, 1e4, 4e6]})
 
 
+def test_roformer_rotates_adjacent_pairs_at_base_10000_unless_values_rotate_too():
+    spec = rope_schedule({"model_type": "roformer", "rope_theta": 5e5})[0].spec  # hand-made
+    assert (spec.pairing, spec.output_order, spec.dim, spec.base) == (
+        "interleaved",
+        "same",
+        64,
+        10000.0,
+    )
+    with pytest.raises(ValueError, match=r"config key rotary_value true: .*rotates the values"):
+        rope_schedule({"model_type": "roformer", "rotary_value": True})
+    # CLVP's decoder adds learned positions; only CLVP's encoder runs the file's rotary code
+    with pytest.raises(ValueError, match=r"'clvp_decoder' has no RoPE.*learned absolute"):
+        rope_schedule({"model_type": "clvp_decoder"})
+
+
 def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
         "model_type": "my-encoder-decoder",

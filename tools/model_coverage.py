@@ -117,6 +117,24 @@ def calls_rotary_code(source: str) -> bool:
     return False
 
 
+# rotary code outside a *RotaryEmbedding class that the tool builds and compares: model type ->
+# (module class, how to build it from the config, the attribute holding the rotation's flag)
+SINUSOIDAL_ROTARY = {
+    # RoFormerEncoder: RoFormerSinusoidalPositionalEmbedding(max_position_embeddings,
+    # hidden_size // num_attention_heads), a sin | cos table that every self-attention layer
+    # applies to adjacent pairs (apply_rotary_position_embeddings)
+    "roformer": "RoFormerSinusoidalPositionalEmbedding",
+}
+# types whose modeling file holds rotary code that only another model of the file runs: model
+# type -> (the positions its own model uses, where that is in the code)
+ROTARY_ELSEWHERE = {
+    "clvp_decoder": (
+        "learned absolute positions",
+        "ClvpDecoder adds position_embeds_layer; its ClvpDecoderLayer calls ClvpSelfAttention "
+        "without rotary_pos_emb, which only ClvpEncoder builds",
+    ),
+}
+
 # sub-model configs that are settings of the model itself, not other models
 OWN_SUBCONFIGS = ("text_config", "attn_config")
 
@@ -671,6 +689,11 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
                 )
             return result
         kind = position_kind(modeling)
+        if text_type in SINUSOIDAL_ROTARY:
+            return judge_sinusoidal_rotary(result, modeling, text, how, got)
+        if text_type in ROTARY_ELSEWHERE and kind.startswith("rotary code"):
+            kind, where = ROTARY_ELSEWHERE[text_type]
+            result["note"] = where
         result["transformers"] = f"no rotary module ({kind})"
         if kind.startswith("rotary code") and how == "refused":
             if tower_reason(text, None) or TOWER_TYPES.search(text.model_type):
@@ -773,6 +796,45 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     else:
         result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
     result["inv_freq"] = agreement
+    return result
+
+
+def judge_sinusoidal_rotary(result: dict, modeling, config, how, got) -> dict:
+    """RoFormer: build its sinusoidal table module, read the frequencies off position 1
+    (arcsin of the float32 sine table, as for GPT-J) and compare every layer."""
+    name = SINUSOIDAL_ROTARY[config.model_type]
+    cls = getattr(modeling, name)
+    result["rotary"] = name
+    result["transformers"] = f"{name}: sin | cos table rotating adjacent pairs"
+    if how == "refused":
+        flag = "rotary_value"
+        if getattr(config, flag, False) and f"config key {flag} true" in got:
+            result["transformers"] += f"; {flag} true: the values are rotated too"
+            result.update(status="refused", reason=got, api=api_of(got))
+        else:
+            result.update(
+                status="wrongly_refused",
+                reason=got,
+                api=api_of(got),
+                why=f"transformers builds {name} for every self-attention layer",
+            )
+        return result
+    dim = config.hidden_size // config.num_attention_heads
+    table = cls(config.max_position_embeddings, dim).create_weight().double().numpy()
+    inv = np.arcsin(table[1, : dim // 2])
+    tables = {None: (inv, 1.0, None)}
+    source = source_of(modeling)
+    pairing = None
+    if re.search(r"stack\(\[-\w+\[\.\.\., 1::2\], \w+\[\.\.\., ::2\]\]", source):
+        pairing = ("interleaved", "same")  # [-x1, x0, -x3, x2, ...] against doubled sin/cos
+    diffs, agreement = compare(got, tables, [None] * config.num_hidden_layers, pairing)
+    if pairing is None:
+        diffs.append("the pairing of apply_rotary_position_embeddings was not found")
+    if diffs:
+        result.update(status="silent", why="; ".join(diffs))
+    else:
+        result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
+    result["inv_freq"] = "float32"
     return result
 
 
