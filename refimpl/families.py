@@ -757,6 +757,27 @@ _RECORDS = (
         source=_tf("step3p7") + " (a rope per layer type, built from per-layer rope_theta and "
         "partial_rotary_factors lists; the leading slice rotates)",
     ),
+    _like(
+        _LLAMA,
+        "dory",
+        ("dory",),
+        "DoryConfig",
+        _d(
+            2560,
+            16,
+            36,
+            8192,
+            1e4,
+            head_dim=256,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 10000000.0},
+            },
+        ),
+        layers="dory",
+        source=_tf("dory") + " (a rope per layer type over whole heads; released layer_types "
+        "alternate attention and mlp blocks)",
+    ),
     Family(
         "dbrx",
         ("dbrx",),
@@ -2033,6 +2054,14 @@ UNSUPPORTED: Mapping[str, str] = MappingProxyType(
             "per-stack count to that number of attention calls on first construction, so a "
             "file's num_hidden_layers means either; every call rotates with the one RoPE of "
             "its rope fields"
+        ),
+        "mistral_large4_text": (
+            "Mistral Large 4's text decoder multiplies its inverse frequencies by exp(alpha), "
+            "alpha a learned per-frequency parameter of the checkpoint (transformers 5.24 "
+            "MistralLarge4TextRotaryEmbedding: inv_freq * self.alpha.exp(), alpha an "
+            "nn.Parameter), and scales queries by learned per-head scale * log(position + 1) + "
+            "bias (MistralLarge4TextSoftmaxScaling); neither is in the config, so its RoPE "
+            "cannot be read from the config alone"
         ),
         "nanochat": (
             "NanoChat's rotate_half returns (x2, -x1), so each pair turns by -theta_i * p "

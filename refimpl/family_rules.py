@@ -751,6 +751,34 @@ def _rule_uniform(family, cfg, n, notes):
     return _plans(types)
 
 
+def _rule_dory(family, cfg, n, notes):
+    """Dory (DoryConfig.__post_init__): released files list an attention block and an "mlp"
+    block per layer in layer_types and count both in num_hidden_layers; each layer rotates with
+    its attention type's rope. Without layer_types every fourth layer is full attention. The
+    recurrent section's layers run n_recurrent_loops times at the same positions."""
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and "mlp" in types:
+        if len(types) != n or len(types) % 2 or any(t != "mlp" for t in types[1::2]):
+            raise ValueError(
+                f"dory: config key layer_types with 'mlp' blocks must alternate an attention "
+                f"type and 'mlp' over num_hidden_layers={n} entries, as DoryConfig halves them"
+            )
+        notes.append(
+            "dory: layer_types lists (attention, mlp) blocks; each pair is one layer "
+            f"({n // 2} layers, as DoryConfig reads them)"
+        )
+        types = types[::2]
+    else:
+        types = _given_types(cfg, "layer_types", n, notes)
+        if types is None:
+            types = [
+                "full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(n)
+            ]
+            notes.append("no layer_types: every fourth layer full attention (DoryConfig's default)")
+    _only(types, PLAIN_LAYER_TYPES, family)
+    return _plans(types)
+
+
 def _rule_layer_types(family, cfg, n, notes):
     """Every layer rotates with the rope of its layer type; the types must be given (the
     config class builds its default pattern in code the record does not repeat)."""
@@ -1253,6 +1281,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "uniform": _rule_uniform,
         "layer_types": _rule_layer_types,
+        "dory": _rule_dory,
         "gemma2": _rule_gemma2,
         "gemma3": _rule_gemma3,
         "gemma4": _rule_gemma4,

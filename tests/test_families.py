@@ -1112,6 +1112,20 @@ def test_roformer_rotates_adjacent_pairs_at_base_10000_unless_values_rotate_too(
         rope_schedule({"model_type": "clvp_decoder"})
 
 
+def test_dory_halves_attention_and_mlp_blocks_and_mistral_large4_is_refused():
+    # hand-made, in the released form: (attention, mlp) blocks counted in num_hidden_layers
+    types = ["sliding_attention", "mlp", "full_attention", "mlp"]
+    dory = rope_schedule({"model_type": "dory", "num_hidden_layers": 4, "layer_types": types})
+    assert [(x.layer_type, x.spec.base) for x in dory] == [
+        ("sliding_attention", 1e4),
+        ("full_attention", 1e7),
+    ]
+    with pytest.raises(ValueError, match=r"must alternate an attention type and 'mlp'"):
+        rope_schedule({"model_type": "dory", "num_hidden_layers": 4, "layer_types": types[::-1]})
+    with pytest.raises(ValueError, match=r"learned per-frequency parameter"):
+        rope_schedule({"model_type": "mistral_large4_text", "head_dim": 128})
+
+
 def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
         "model_type": "my-encoder-decoder",

@@ -504,6 +504,11 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
     if "if alibi is None:" in source and vars(config).get("alibi"):
         return [False] * n  # Falcon-RW: ALiBi instead of RoPE
     only = re.search(r'position_embeddings if layer_type == "(\w+)" else None', source)
+    # a guard on the window around the rotation itself (Cohere 2, Flint), not another use of
+    # the window (Dory trims its looped cache under the same test)
+    sliding_guard = re.search(
+        r"if self\.sliding_window is not None:\n(?:[^\n]*\n)?[^\n]*apply_rotary", source
+    )
     no_rope = getattr(config, "no_rope_layers", None)
     out = []
     if None not in tables and not any(t in tables for t in types):
@@ -542,7 +547,7 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
             uses = uses and (
                 getattr(config, "sliding_window", None) is None or t == "sliding_attention"
             )
-        elif "if self.sliding_window is not None:" in source and t is not None:
+        elif sliding_guard and t is not None:
             uses = uses and t == "sliding_attention"
         out.append(key if uses else False)
     return out
