@@ -778,6 +778,19 @@ _RECORDS = (
         source=_tf("dory") + " (a rope per layer type over whole heads; released layer_types "
         "alternate attention and mlp blocks)",
     ),
+    _like(
+        _LLAMA,
+        "neomme",
+        ("neomme",),
+        "NeoMMEConfig",
+        _d(1024, 16, 17, 16384, 1e6, head_dim=64),
+        honours_partial=True,
+        mrope_layout="alternating",
+        layers="neomme",
+        rope_form="neomme",
+        source=_tf("neomme") + " (a rope per layer type on the leading slice; row and column "
+        "positions alternate over its pairs, recomposition_frequencies)",
+    ),
     Family(
         "dbrx",
         ("dbrx",),

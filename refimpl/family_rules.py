@@ -376,6 +376,61 @@ def _dbrx_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return flat
 
 
+NEOMME_THETA = {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}
+NEOMME_PARTIAL = {"full_attention": 0.25, "sliding_attention": 1.0}
+
+
+def _neomme_types(cfg: Mapping, n: int, notes: list) -> list[str]:
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = [
+            "full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
+            for i in range(n)
+        ]
+    return types
+
+
+def _neomme_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """NeoMME (NeoMMEConfig.convert_rope_params_to_dict): one rope dict per layer type, each
+    key the file omits from the class's per-type defaults (rope_theta 1e6 full / 1e4 sliding,
+    or the top-level rope_theta; partial_rotary_factor 0.25 full / 1 sliding); the two
+    position axes alternate over the rotated pairs (NeoMMERotaryEmbedding.
+    recomposition_frequencies: row the even pairs, column the odd), which is refimpl's
+    "alternating" M-RoPE layout with sections (pairs/2, pairs/2, 0): rows (t, h, w) of
+    positions are (unused, row, column)."""
+    if rs:
+        raise ValueError("neomme: rope_scaling is not read by NeoMMEConfig; write rope_parameters")
+    if rp is not None and not _nested(rp):
+        raise ValueError("neomme: rope_parameters must be nested per layer type (NeoMMEConfig)")
+    n = config_int(cfg, "num_hidden_layers", minimum=1)
+    types = _neomme_types(cfg, n, [])
+    head_dim = config_int(cfg, "head_dim", maximum=MAX_DIM)
+    top = cfg.raw.get("rope_theta")
+    out = {}
+    for t in dict.fromkeys(types):
+        d = dict((rp or {}).get(t) or {})
+        d.setdefault("rope_type", "default")
+        d.setdefault("rope_theta", top if top is not None else NEOMME_THETA.get(t))
+        d.setdefault("partial_rotary_factor", NEOMME_PARTIAL.get(t))
+        rotary = int(head_dim * check_real(d["partial_rotary_factor"], "partial_rotary_factor"))
+        if rotary < 4 or rotary % 4:
+            raise ValueError(
+                f"neomme: rope_parameters[{t!r}] rotates {rotary} of head_dim={head_dim} "
+                "features, not a multiple of 4 (NeoMMEConfig rejects it: the two axes split "
+                "the pairs evenly)"
+            )
+        if "mrope_section" in d:
+            raise ValueError("neomme: NeoMMEConfig has no mrope_section; its axes alternate")
+        d["mrope_section"] = [rotary // 4, rotary // 4, 0]
+        out[t] = d
+    notes.append(
+        "neomme: row and column positions alternate over the rotated pairs (mrope_section "
+        "[pairs/2, pairs/2, 0], alternating layout: position rows (t, h, w) = (unused, row, "
+        "column)); text tokens have equal rows"
+    )
+    return out
+
+
 def _step3p5_per_layer(cfg: ConfigView, key: str, n: int, padded: int, types: list) -> dict:
     """``{layer type: value}`` of a per-layer list (or a scalar for every layer), as
     ``Step3p7TextConfig.__post_init__`` reads it: each type takes its first layer's value."""
@@ -451,6 +506,7 @@ _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
         "step3p5": _step3p5_dicts,
+        "neomme": _neomme_dicts,
         "dbrx": _dbrx_dicts,
         "molmo2": _molmo2_dicts,
         "layer_rope_theta": _layer_theta_dicts,
@@ -748,6 +804,14 @@ def _rule_uniform(family, cfg, n, notes):
     types = _given_types(cfg, "layer_types", n, notes) or ["full_attention"] * n
     if family is not None:
         _only(types, PLAIN_LAYER_TYPES, family)
+    return _plans(types)
+
+
+def _rule_neomme(family, cfg, n, notes):
+    """NeoMME: every layer rotates with its type's rope; without layer_types every sixth
+    layer and the last are full attention (NeoMMEConfig.__post_init__)."""
+    types = _neomme_types(cfg, n, notes)
+    _only(types, PLAIN_LAYER_TYPES, family)
     return _plans(types)
 
 
@@ -1282,6 +1346,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "uniform": _rule_uniform,
         "layer_types": _rule_layer_types,
         "dory": _rule_dory,
+        "neomme": _rule_neomme,
         "gemma2": _rule_gemma2,
         "gemma3": _rule_gemma3,
         "gemma4": _rule_gemma4,

@@ -1126,6 +1126,23 @@ def test_dory_halves_attention_and_mlp_blocks_and_mistral_large4_is_refused():
         rope_schedule({"model_type": "mistral_large4_text", "head_dim": 128})
 
 
+def test_neomme_alternates_row_and_column_over_each_layer_types_pairs():
+    sched = rope_schedule({"model_type": "neomme", "num_hidden_layers": 6})  # hand-made
+    got = [(x.layer_type, x.spec.rotary_dim, x.spec.base, x.spec.mrope_section) for x in sched]
+    sliding = ("sliding_attention", 64, 1e4, (16, 16, 0))
+    assert got == [sliding] * 5 + [("full_attention", 16, 1e6, (4, 4, 0))]
+    assert {x.spec.mrope_layout for x in sched} == {"alternating"}
+    with pytest.raises(ValueError, match=r"rotates 6 of head_dim=64 features, not a multiple"):
+        rope_schedule(
+            {
+                "model_type": "neomme",
+                "num_hidden_layers": 1,
+                "layer_types": ["full_attention"],
+                "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.1}},
+            }
+        )
+
+
 def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
         "model_type": "my-encoder-decoder",
