@@ -484,6 +484,22 @@ _INDEXER_V4 = Submodule(
     ),
 )
 
+_INDEXER_HYV4 = Submodule(
+    "indexer",
+    "index_head_dim",
+    "qk_rope_head_dim",
+    pairing="half",
+    rotary_slice="trailing",
+    layers_key="indexer_types",
+    runs_on=("full",),
+    note=(
+        "transformers 5.24 (HYV4Indexer) rotates the trailing qk_rope_head_dim features of "
+        "each indexer head half-split (apply_rotary_pos_emb) with the attention's cos/sin; "
+        "layers whose indexer_types entry is 'shared' have no indexer and reuse the previous "
+        "full layer's top-k"
+    ),
+)
+
 _RECORDS = (
     # Half pairing, leading slice, one rope for every layer.
     _LLAMA,
@@ -1287,6 +1303,19 @@ _RECORDS = (
         submodules=(_INDEXER_GLM,),
         source=_tf("glm_moe_dsa") + " (MLA rope head: apply_rotary_pos_emb_interleave; "
         "GlmMoeDsaIndexer on 'full' indexer layers)",
+    ),
+    Family(
+        "hy_v4",
+        ("hy_v4",),
+        "HYV4Config",
+        _d(2816, 32, 34, 262144, 1e4, qk_rope_head_dim=64, index_head_dim=128),
+        width="qk_rope_head_dim",
+        pairing="half",
+        layers="indexed",
+        query=("mla_mscale",),
+        submodules=(_INDEXER_HYV4,),
+        source=_tf("hy_v4") + " (MLA rope head: rotate_half; HYV4Indexer on 'full' indexer "
+        "layers)",
     ),
     Family(
         "kimi_linear",

@@ -1414,8 +1414,16 @@ def _glm_indexer_types(cfg: Mapping, n: int, notes: list) -> list[str]:
     return types
 
 
+def _hy_v4_indexer_types(cfg: Mapping, n: int, notes: list) -> list[str]:
+    """HYV4Config's indexer_types when the config omits them: layer 0 and every fourth layer
+    from layer 1 run the indexer ("full"), the others reuse its top-k ("shared")."""
+    notes.append("hy_v4: no indexer_types: 'full' on layer 0 and every fourth from layer 1")
+    return ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(n)]
+
+
+# per (family, key), else per key: how a family's code derives a per-layer list the config omits
 _DERIVED_LAYER_LISTS: Mapping[str, Callable] = MappingProxyType(
-    {"indexer_types": _glm_indexer_types}
+    {"indexer_types": _glm_indexer_types, "hy_v4:indexer_types": _hy_v4_indexer_types}
 )
 
 
@@ -1428,8 +1436,11 @@ def _with_submodules(family: Family | None, cfg: Mapping, plans: list, notes) ->
         where = None
         if sub.layers_key is not None:
             where = _given_types(cfg, sub.layers_key, n, notes)
-            if where is None and sub.layers_key in _DERIVED_LAYER_LISTS:
-                where = _DERIVED_LAYER_LISTS[sub.layers_key](cfg, n, notes)
+            derive = _DERIVED_LAYER_LISTS.get(
+                f"{family.name}:{sub.layers_key}", _DERIVED_LAYER_LISTS.get(sub.layers_key)
+            )
+            if where is None and derive is not None:
+                where = derive(cfg, n, notes)
         flag = sub.ignored_flag
         if flag is not None and cfg.get(flag) is not None:
             said = check_flag(cfg.get(flag), f"config key {flag}")

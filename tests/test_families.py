@@ -1143,6 +1143,20 @@ def test_neomme_alternates_row_and_column_over_each_layer_types_pairs():
         )
 
 
+def test_hy_v4_indexer_rotates_the_trailing_slice_on_its_full_layers():
+    sched = rope_schedule({"model_type": "hy_v4", "num_hidden_layers": 6})  # hand-made
+    assert [x.spec.rotary_dim for x in sched] == [64] * 6
+    assert [x.spec.pairing for x in sched] == ["half"] * 6
+    # HYV4Config's default indexer_types: full on layer 0 and every fourth from layer 1
+    assert [x.index for x in sched if x.indexer is not None] == [0, 1, 5]
+    ix = sched[0].indexer
+    assert (ix.dim, ix.rotary_dim, ix.rotary_offset, ix.pairing) == (128, 64, 64, "half")
+    given = rope_schedule(
+        {"model_type": "hy_v4", "num_hidden_layers": 2, "indexer_types": ["shared", "full"]}
+    )
+    assert [x.indexer is not None for x in given] == [False, True]
+
+
 def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
         "model_type": "my-encoder-decoder",
