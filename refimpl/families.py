@@ -906,9 +906,9 @@ _RECORDS = (
         honours_partial=False,
         refuse_when={
             "rotary_value": (
-                "transformers 5.24 RoFormerSelfAttention rotates the values as well as the queries and keys "
-                "(apply_rotary_position_embeddings with value_layer), so the attention output "
-                "carries the rotation; a schedule rotates queries and keys only"
+                "transformers 5.24 RoFormerSelfAttention rotates the values as well as the "
+                "queries and keys (apply_rotary_position_embeddings with value_layer), so the "
+                "attention output carries the rotation; a schedule rotates queries and keys only"
             )
         },
         source=_tf("roformer") + " (RoFormerSinusoidalPositionalEmbedding: sin/cos tables of "
@@ -1320,8 +1320,20 @@ _RECORDS = (
         layers="indexed",
         query=("mla_mscale",),
         submodules=(_INDEXER_HYV4,),
-        source=_tf("hy_v4") + " (MLA rope head: rotate_half; HYV4Indexer on 'full' indexer "
-        "layers)",
+        source=_tf("hy_v4") + " (MLA rope head: rotate_half; HYV4Indexer on 'full' indexer layers)",
+    ),
+    Family(
+        "bailing_hybrid",
+        ("bailing_hybrid",),
+        "BailingHybridConfig",
+        _d(2560, 32, 42, 262144, 6e6, qk_rope_head_dim=64, layer_group_size=6),
+        width="qk_rope_head_dim",
+        pairing="interleaved",
+        output_order="half",
+        layers="layer_group",
+        query=("mla_mscale",),
+        source=_tf("bailing_hybrid") + " (MLA rope head: apply_rotary_pos_emb_interleave on "
+        "the full-attention layers; BailingHybridDeltaAttention layers have no RoPE)",
     ),
     Family(
         "kimi_linear",
@@ -2673,9 +2685,7 @@ def resolve(cfg: dict, notes: list) -> Reading:
                 notes.append(f"{key} read as {alias} ({family.config_class}'s attribute_map)")
         for flag, why in family.refuse_when.items():
             if text.get(flag):
-                raise ValueError(
-                    f"model_type {model_type!r} with config key {flag} true: {why}"
-                )
+                raise ValueError(f"model_type {model_type!r} with config key {flag} true: {why}")
         view = ConfigView(text, family.defaults, family.config_class, notes)
         reason = f"{how}: record {family.name} ({family.config_class})"
         return Reading(family, view, model_type, reason)

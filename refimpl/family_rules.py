@@ -487,8 +487,10 @@ def _step3p5_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     else:
         thetas = _step3p5_per_layer(cfg, "rope_theta", n, n + mtp, types)
     partial = cfg.raw.get("partial_rotary_factors")
-    partials = None if partial is None else _step3p5_per_layer(
-        cfg, "partial_rotary_factors", n, n + mtp, types
+    partials = (
+        None
+        if partial is None
+        else _step3p5_per_layer(cfg, "partial_rotary_factors", n, n + mtp, types)
     )
     out = {}
     for t in dict.fromkeys(types):
@@ -1009,6 +1011,18 @@ def _rule_linear_attention(family, cfg, n, notes):
     return _plans(types, [t == "full_attention" for t in types])
 
 
+def _rule_layer_group(family, cfg, n, notes):
+    """Bailing hybrid (BailingHybridConfig): without layer_types every layer_group_size-th
+    layer is full attention (MLA with RoPE), the others linear attention without RoPE."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = _pattern_types(
+            n, _pattern(cfg, "layer_group_size"), "full_attention", "linear_attention"
+        )
+    _only(types, ("full_attention", "linear_attention"), family)
+    return _plans(types, [t == "full_attention" for t in types])
+
+
 def _rule_no_rope_layers(family, cfg, n, notes):
     types = _given_types(cfg, "layer_types", n, notes) or ["full_attention"] * n
     flags = _no_rope_flags(cfg, family, n, notes)
@@ -1346,6 +1360,7 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "uniform": _rule_uniform,
         "layer_types": _rule_layer_types,
         "dory": _rule_dory,
+        "layer_group": _rule_layer_group,
         "neomme": _rule_neomme,
         "gemma2": _rule_gemma2,
         "gemma3": _rule_gemma3,

@@ -1157,6 +1157,18 @@ def test_hy_v4_indexer_rotates_the_trailing_slice_on_its_full_layers():
     assert [x.indexer is not None for x in given] == [False, True]
 
 
+def test_bailing_hybrid_rotates_its_mla_layers_only():
+    sched = rope_schedule({"model_type": "bailing_hybrid", "num_hidden_layers": 12})  # hand-made
+    assert [i for i, x in enumerate(sched) if x.spec is not None] == [5, 11]
+    spec = sched[5].spec
+    assert (spec.rotary_dim, spec.pairing, spec.output_order, spec.base) == (
+        64,
+        "interleaved",
+        "half",
+        6e6,
+    )
+
+
 def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
         "model_type": "my-encoder-decoder",

@@ -307,9 +307,8 @@ def borrowed_modeling(config):
     """The modeling module of the model class that transformers' auto mapping gives a type
     that ships a config class only (EXAONE and InternLM 3 run LlamaModel, Sarvam's types
     DeepseekV3Model and Glm4MoeModel), or None where the mapping gives it no model."""
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-
     import transformers
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
     cls_name = MODEL_MAPPING_NAMES.get(config.model_type)
     cls = getattr(transformers, cls_name, None) if isinstance(cls_name, str) else None
@@ -839,7 +838,7 @@ def judge_sinusoidal_rotary(result: dict, modeling, config, how, got) -> dict:
         result.update(status="silent", why="; ".join(diffs))
     else:
         result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
-    result["inv_freq"] = "float32"
+    result["inv_freq"] = agreement
     return result
 
 
