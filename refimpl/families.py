@@ -59,6 +59,7 @@ from .family_rules import (  # noqa: F401 (the rules' names, importable from her
 __all__ = [
     "FAMILIES",
     "MARKERS",
+    "NO_MODEL",
     "NO_ROPE",
     "TOWERS",
     "UNSUPPORTED",
@@ -294,6 +295,9 @@ class Family:
     aliases : mapping
         The config class's ``attribute_map``: a name the reader uses -> the key the file
         writes it under (JetMoe's ``head_dim`` is ``kv_channels``).
+    refuse_when : mapping
+        Config flag -> what the model does when the flag is true that a schedule does not
+        express (RoFormer's ``rotary_value``); a config with the flag true is refused.
     source : str
         The code the rules were checked against.
     """
@@ -319,6 +323,7 @@ class Family:
     submodules: tuple = ()
     layer_count: tuple | None = None
     aliases: Mapping = dataclasses.field(default_factory=dict)
+    refuse_when: Mapping = dataclasses.field(default_factory=dict)
     source: str = ""
 
     def __post_init__(self):
@@ -479,9 +484,55 @@ _INDEXER_V4 = Submodule(
     ),
 )
 
+_INDEXER_HYV4 = Submodule(
+    "indexer",
+    "index_head_dim",
+    "qk_rope_head_dim",
+    pairing="half",
+    rotary_slice="trailing",
+    layers_key="indexer_types",
+    runs_on=("full",),
+    note=(
+        "transformers 5.24 (HYV4Indexer) rotates the trailing qk_rope_head_dim features of "
+        "each indexer head half-split (apply_rotary_pos_emb) with the attention's cos/sin; "
+        "layers whose indexer_types entry is 'shared' have no indexer and reuse the previous "
+        "full layer's top-k"
+    ),
+)
+
 _RECORDS = (
     # Half pairing, leading slice, one rope for every layer.
     _LLAMA,
+    # Config classes only: transformers' auto mapping runs LlamaModel for these types.
+    _like(
+        _LLAMA,
+        "exaone",
+        ("exaone",),
+        "ExaoneConfig",
+        _d(4096, 32, 32, 4096, 500000.0),
+        aliases={"num_hidden_layers": "num_layers"},
+        source="transformers 5.24 models/exaone/configuration_exaone.py (a config class only: "
+        "the auto mapping runs LlamaModel; attribute_map num_layers -> num_hidden_layers, "
+        "default_theta 500000)",
+    ),
+    _like(
+        _LLAMA,
+        "internlm3",
+        ("internlm3",),
+        "InternLM3Config",
+        _d(4096, 32, 48, 32768, 1e4, head_dim=128),
+        source="transformers 5.24 models/internlm3/configuration_internlm3.py (a config class "
+        "only: the auto mapping runs LlamaModel)",
+    ),
+    _like(
+        _LLAMA,
+        "iquestcoder",
+        ("iquestcoder",),
+        "IQuestCoderConfig",
+        _d(5120, 40, 80, 131072, 1e4, head_dim=128),
+        source="transformers 5.24 models/iquestcoder/configuration_iquestcoder.py (a config "
+        "class only: the auto mapping runs LlamaModel)",
+    ),
     _like(_LLAMA, "mistral", ("mistral",), "MistralConfig", _d(4096, 32, 32, 131072, 1e4)),
     _like(_LLAMA, "mixtral", ("mixtral",), "MixtralConfig", _d(4096, 32, 32, 131072, 1e6)),
     _like(_LLAMA, "ministral", ("ministral",), "MinistralConfig", _d(4096, 32, 32, 131072, 1e4)),
@@ -711,6 +762,72 @@ _RECORDS = (
         dynamic_alpha=True,
         source=_tf("hunyuan_v1_moe") + " (dynamic with alpha is the static ntk_alpha base)",
     ),
+    _like(
+        _LLAMA,
+        "step3p5",
+        ("step3p5",),
+        "Step3p7TextConfig",
+        _d(4096, 64, 45, 128000, 1e4, head_dim=128),
+        honours_partial=True,
+        rope_form="step3p5",
+        source=_tf("step3p7") + " (a rope per layer type, built from per-layer rope_theta and "
+        "partial_rotary_factors lists; the leading slice rotates)",
+    ),
+    _like(
+        _LLAMA,
+        "dory",
+        ("dory",),
+        "DoryConfig",
+        _d(
+            2560,
+            16,
+            36,
+            8192,
+            1e4,
+            head_dim=256,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 10000000.0},
+            },
+        ),
+        layers="dory",
+        source=_tf("dory") + " (a rope per layer type over whole heads; released layer_types "
+        "alternate attention and mlp blocks)",
+    ),
+    _like(
+        _LLAMA,
+        "neomme",
+        ("neomme",),
+        "NeoMMEConfig",
+        {  # no single rope_theta: default_theta is per layer type (in the rope form)
+            "hidden_size": 1024,
+            "num_attention_heads": 16,
+            "num_hidden_layers": 17,
+            "max_position_embeddings": 16384,
+            "head_dim": 64,
+        },
+        honours_partial=True,
+        mrope_layout="alternating",
+        layers="neomme",
+        rope_form="neomme",
+        source=_tf("neomme") + " (a rope per layer type on the leading slice; row and column "
+        "positions alternate over its pairs, recomposition_frequencies)",
+    ),
+    Family(
+        "dbrx",
+        ("dbrx",),
+        "DbrxConfig",
+        _d(2048, 16, 24, 2048, 1e4),
+        aliases={
+            "hidden_size": "d_model",
+            "num_attention_heads": "n_heads",
+            "num_hidden_layers": "n_layers",
+            "max_position_embeddings": "max_seq_len",
+        },
+        rope_form="dbrx",
+        source=_tf("dbrx") + " (rotate_half over whole heads of d_model // n_heads; the base "
+        "from the top-level rope_parameters, not attn_config)",
+    ),
     Family(
         "phi3",
         ("phi3",),
@@ -760,6 +877,16 @@ _RECORDS = (
         _d(4096, 96, 46, 131072, 1e4, partial_rotary_factor=0.5),
         source=_tf("glm4_moe"),
     ),
+    _like(
+        _NEOX,
+        "sarvam_moe",
+        ("sarvam_moe",),
+        "SarvamMoEConfig",
+        _d(4096, 64, 19, 131072, 8e6, head_dim=64, partial_rotary_factor=1.0),
+        source="transformers 5.24 models/sarvam_moe/configuration_sarvam_moe.py (a config class "
+        "only: the auto mapping runs Glm4MoeModel, models/glm4_moe/modeling_glm4_moe.py; "
+        "partial_rotary_factor defaults to 1.0, the whole head)",
+    ),
     Family(
         "minimax_m2",
         ("minimax_m2", "minimax-m2"),
@@ -769,6 +896,25 @@ _RECORDS = (
         source=_tf("minimax_m2") + " (partial_rotary_factor = rotary_dim / head_dim)",
     ),
     # Interleaved pairs.
+    Family(
+        "roformer",
+        ("roformer",),
+        "RoFormerConfig",
+        _d(768, 12, 12, 1536, 1e4),
+        pairing="interleaved",
+        base_from="gptj",
+        honours_partial=False,
+        refuse_when={
+            "rotary_value": (
+                "transformers 5.24 RoFormerSelfAttention rotates the values as well as the "
+                "queries and keys (apply_rotary_position_embeddings with value_layer), so the "
+                "attention output carries the rotation; a schedule rotates queries and keys only"
+            )
+        },
+        source=_tf("roformer") + " (RoFormerSinusoidalPositionalEmbedding: sin/cos tables of "
+        "hidden_size // num_attention_heads features, base 10000 in the code, applied to "
+        "adjacent pairs of every self-attention layer)",
+    ),
     Family(
         "gptj",
         ("gptj",),
@@ -1060,6 +1206,16 @@ _RECORDS = (
     ),
     _like(
         _MLA,
+        "sarvam_mla",
+        ("sarvam_mla",),
+        "SarvamMLAConfig",
+        _d(4096, 64, 32, 4096, 1e4, qk_rope_head_dim=64, rope_interleave=True),
+        source="transformers 5.24 models/sarvam_mla/configuration_sarvam_mla.py (a config "
+        "class only: the auto mapping runs DeepseekV3Model, models/deepseek_v3/"
+        "modeling_deepseek_v3.py)",
+    ),
+    _like(
+        _MLA,
         "mistral4",
         ("mistral4",),
         "Mistral4Config",
@@ -1153,6 +1309,31 @@ _RECORDS = (
         submodules=(_INDEXER_GLM,),
         source=_tf("glm_moe_dsa") + " (MLA rope head: apply_rotary_pos_emb_interleave; "
         "GlmMoeDsaIndexer on 'full' indexer layers)",
+    ),
+    Family(
+        "hy_v4",
+        ("hy_v4",),
+        "HYV4Config",
+        _d(2816, 32, 34, 262144, 1e4, qk_rope_head_dim=64, index_head_dim=128),
+        width="qk_rope_head_dim",
+        pairing="half",
+        layers="indexed",
+        query=("mla_mscale",),
+        submodules=(_INDEXER_HYV4,),
+        source=_tf("hy_v4") + " (MLA rope head: rotate_half; HYV4Indexer on 'full' indexer layers)",
+    ),
+    Family(
+        "bailing_hybrid",
+        ("bailing_hybrid",),
+        "BailingHybridConfig",
+        _d(2560, 32, 42, 262144, 6e6, qk_rope_head_dim=64, layer_group_size=6),
+        width="qk_rope_head_dim",
+        pairing="interleaved",
+        output_order="half",
+        layers="layer_group",
+        query=("mla_mscale",),
+        source=_tf("bailing_hybrid") + " (MLA rope head: apply_rotary_pos_emb_interleave on "
+        "the full-attention layers; BailingHybridDeltaAttention layers have no RoPE)",
     ),
     Family(
         "kimi_linear",
@@ -1803,6 +1984,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "gemma3n": ("gemma3n_text", True),
         "gemma4": ("gemma4_text", True),
         "gemma4_assistant": ("gemma4_text", False),
+        "step3p7": ("step3p5", True),
         "gemma4_unified": ("gemma4_unified_text", True),
         "gemma4_unified_assistant": ("gemma4_unified_text", False),
         "glm46v": ("glm4v_text", False),
@@ -1933,11 +2115,39 @@ UNSUPPORTED: Mapping[str, str] = MappingProxyType(
             "file's num_hidden_layers means either; every call rotates with the one RoPE of "
             "its rope fields"
         ),
+        "mistral_large4_text": (
+            "Mistral Large 4's text decoder multiplies its inverse frequencies by exp(alpha), "
+            "alpha a learned per-frequency parameter of the checkpoint (transformers 5.24 "
+            "MistralLarge4TextRotaryEmbedding: inv_freq * self.alpha.exp(), alpha an "
+            "nn.Parameter), and scales queries by learned per-head scale * log(position + 1) + "
+            "bias (MistralLarge4TextSoftmaxScaling); neither is in the config, so its RoPE "
+            "cannot be read from the config alone"
+        ),
         "nanochat": (
             "NanoChat's rotate_half returns (x2, -x1), so each pair turns by -theta_i * p "
             "(clockwise: transformers 5.24 modeling_nanochat), the transpose of RoPE's "
             "rotation; a RopeSpec turns by +theta_i * p and has no direction, so refimpl "
             "would give the wrong sign of every sine"
+        ),
+    }
+)
+
+
+# Model types for which transformers 5.24 ships a config class and no model: neither a
+# modeling file nor a model class in its auto mapping (MODEL_MAPPING_NAMES), so there is no code
+# that fixes which layers rotate, over what width and pairing; refused with what is missing.
+NO_MODEL: Mapping[str, str] = MappingProxyType(
+    {
+        "layoutxlm": (
+            "LayoutXLMConfig (a LayoutLMv2Config) serves LayoutXLM's processor and tokenizer; "
+            "the model LayoutXLM's weights load into is LayoutLMv2's (model_type layoutlmv2), "
+            "which has no RoPE"
+        ),
+        "pp_chart2table_vision": (
+            "PPChart2TableVisionConfig is the vision encoder's part of pp_chart2table, whose "
+            "auto mapping runs GotOcr2ForConditionalGeneration (its vision encoder, "
+            "got_ocr2_vision, has no RoPE); read a pp_chart2table file whole: its text_config "
+            "is the Qwen2 decoder"
         ),
     }
 )
@@ -1999,6 +2209,7 @@ NO_ROPE: Mapping[str, tuple] = MappingProxyType(
             "chinese_clip_vision_model",
             "clip_text_model",
             "clip_vision_model",
+            "clvp_decoder",
             "clipseg_text_model",
             "clipseg_vision_model",
             "convbert",
@@ -2438,6 +2649,12 @@ def resolve(cfg: dict, notes: list) -> Reading:
             "width and base and give it those positions (audio frames in seconds: "
             "refimpl.audio.frame_times; patch grids: refimpl.multiaxis.apply_rope_2d)"
         )
+    if model_type in NO_MODEL:
+        raise ValueError(
+            f"model_type {model_type!r}: transformers 5.24 ships a config class for it but no "
+            "model class (no modeling file, nothing in its auto mapping; "
+            f"refimpl.families.NO_MODEL), so no code says how it rotates: {NO_MODEL[model_type]}"
+        )
     kind = _NO_ROPE_KIND.get(model_type)
     if kind is not None:
         api = NO_ROPE_APIS.get(kind)
@@ -2466,6 +2683,9 @@ def resolve(cfg: dict, notes: list) -> Reading:
             if alias not in text and key in text:
                 text[alias] = text[key]
                 notes.append(f"{key} read as {alias} ({family.config_class}'s attribute_map)")
+        for flag, why in family.refuse_when.items():
+            if text.get(flag):
+                raise ValueError(f"model_type {model_type!r} with config key {flag} true: {why}")
         view = ConfigView(text, family.defaults, family.config_class, notes)
         reason = f"{how}: record {family.name} ({family.config_class})"
         return Reading(family, view, model_type, reason)

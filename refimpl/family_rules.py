@@ -348,9 +348,168 @@ def _molmo2_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return {"scaled": flat, "unscaled": {"rope_type": "default", "rope_theta": flat["rope_theta"]}}
 
 
+def _dbrx_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """DBRX: the flat rope fields. Its released files put the base in ``attn_config.rope_theta``,
+    which transformers 5.24's ``DbrxAttentionConfig`` keeps as an unread attribute while the
+    rotary module reads the top-level ``rope_parameters`` (default 10000): a base there that
+    differs from the one transformers rotates with is refused, naming the key."""
+    flat = _flat_dicts(cfg, rp, rs, notes)
+    attn = cfg.raw.get("attn_config")
+    if attn is None:
+        return flat
+    if not isinstance(attn, Mapping):
+        raise TypeError(f"config key attn_config must be an object, got {attn!r}")
+    if attn.get("rope_theta") is None:
+        return flat
+    inner = config_real(attn, "rope_theta")
+    used = flat[None].get("rope_theta") if None in flat else None
+    used = cfg.get("rope_theta") if used is None else config_real({"v": used}, "v")
+    if inner != used:
+        raise ValueError(
+            f"dbrx: config key attn_config.rope_theta = {inner!r}, but transformers 5.24 "
+            "(DbrxConfig, DbrxRotaryEmbedding) reads the base from the top-level rope_parameters "
+            f"/ rope_theta ({used!r}) and ignores attn_config.rope_theta, so the model would run "
+            "with a base other than the file's; refimpl does not choose between them: write the "
+            "base as the top-level rope_theta (or rope_parameters) equal to attn_config's"
+        )
+    notes.append(f"dbrx: attn_config.rope_theta {inner!r} equals the top-level base")
+    return flat
+
+
+NEOMME_THETA = {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}
+NEOMME_PARTIAL = {"full_attention": 0.25, "sliding_attention": 1.0}
+
+
+def _neomme_types(cfg: Mapping, n: int, notes: list) -> list[str]:
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = [
+            "full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
+            for i in range(n)
+        ]
+    return types
+
+
+def _neomme_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """NeoMME (NeoMMEConfig.convert_rope_params_to_dict): one rope dict per layer type, each
+    key the file omits from the class's per-type defaults (rope_theta 1e6 full / 1e4 sliding,
+    or the top-level rope_theta; partial_rotary_factor 0.25 full / 1 sliding); the two
+    position axes alternate over the rotated pairs (NeoMMERotaryEmbedding.
+    recomposition_frequencies: row the even pairs, column the odd), which is refimpl's
+    "alternating" M-RoPE layout with sections (pairs/2, pairs/2, 0): rows (t, h, w) of
+    positions are (unused, row, column)."""
+    if rs:
+        raise ValueError("neomme: rope_scaling is not read by NeoMMEConfig; write rope_parameters")
+    if rp is not None and not _nested(rp):
+        raise ValueError("neomme: rope_parameters must be nested per layer type (NeoMMEConfig)")
+    n = config_int(cfg, "num_hidden_layers", minimum=1)
+    types = _neomme_types(cfg, n, [])
+    head_dim = config_int(cfg, "head_dim", maximum=MAX_DIM)
+    top = cfg.raw.get("rope_theta")
+    out = {}
+    for t in dict.fromkeys(types):
+        d = dict((rp or {}).get(t) or {})
+        d.setdefault("rope_type", "default")
+        d.setdefault("rope_theta", top if top is not None else NEOMME_THETA.get(t))
+        d.setdefault("partial_rotary_factor", NEOMME_PARTIAL.get(t))
+        rotary = int(head_dim * check_real(d["partial_rotary_factor"], "partial_rotary_factor"))
+        if rotary < 4 or rotary % 4:
+            raise ValueError(
+                f"neomme: rope_parameters[{t!r}] rotates {rotary} of head_dim={head_dim} "
+                "features, not a multiple of 4 (NeoMMEConfig rejects it: the two axes split "
+                "the pairs evenly)"
+            )
+        if "mrope_section" in d:
+            raise ValueError("neomme: NeoMMEConfig has no mrope_section; its axes alternate")
+        d["mrope_section"] = [rotary // 4, rotary // 4, 0]
+        out[t] = d
+    notes.append(
+        "neomme: row and column positions alternate over the rotated pairs (mrope_section "
+        "[pairs/2, pairs/2, 0], alternating layout: position rows (t, h, w) = (unused, row, "
+        "column)); text tokens have equal rows"
+    )
+    return out
+
+
+def _step3p5_per_layer(cfg: ConfigView, key: str, n: int, padded: int, types: list) -> dict:
+    """``{layer type: value}`` of a per-layer list (or a scalar for every layer), as
+    ``Step3p7TextConfig.__post_init__`` reads it: each type takes its first layer's value."""
+    value = cfg.raw.get(key)
+    if not isinstance(value, list):
+        return dict.fromkeys(types, value)
+    if len(value) == padded and padded != n:
+        value = value[:n]  # the class drops the trailing multi-token-prediction entries
+    if len(value) != n:
+        raise ValueError(
+            f"step3p5: config key {key} has {len(value)} entries but num_hidden_layers={n}"
+            + (f" (or {padded} with num_nextn_predict_layers)" if padded != n else "")
+            + ": Step3p7TextConfig reads one entry per layer"
+        )
+    out: dict = {}
+    for i, (t, v) in enumerate(zip(types, value, strict=True)):
+        v = config_real({"v": v}, "v")
+        if t in out and out[t] != v:
+            raise ValueError(
+                f"step3p5: config key {key}[{i}] = {v!r} differs from {out[t]!r} of an earlier "
+                f"{t!r} layer; transformers 5.24 (Step3p7TextConfig) builds one rope per layer "
+                "type from its first layer's entry, so this layer would rotate with another "
+                "value than the file's; refimpl does not choose"
+            )
+        out.setdefault(t, v)
+    return out
+
+
+def _step3p5_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """Step 3.5 / 3.7's per-layer rope fields, as ``Step3p7TextConfig.__post_init__`` builds
+    ``rope_parameters``: one dict per layer type from ``rope_theta`` (a scalar or one entry per
+    layer) and ``partial_rotary_factors`` (one per layer), ``rope_scaling`` on the
+    full-attention type; a ``rope_parameters`` nested per layer type is kept as it is."""
+    n = config_int(cfg, "num_hidden_layers", minimum=1)
+    mtp = config_int(cfg.raw, "num_nextn_predict_layers", minimum=0) or 0
+    types = cfg.raw.get("layer_types")
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        types = None
+    if types is not None and len(types) == n + mtp and mtp:
+        types = types[:n]
+    if types is None or len(types) != n:
+        types = ["full_attention"] * n if types is None else list(types)
+    if isinstance(rp, Mapping) and rp and all(isinstance(rp.get(t), Mapping) for t in set(types)):
+        return {t: dict(rp[t]) for t in set(types)}
+    if rp:
+        raise ValueError(
+            "step3p5: rope_parameters not nested per layer type; Step3p7TextConfig rebuilds it "
+            "from rope_theta and partial_rotary_factors and ignores this one: write "
+            "rope_parameters nested per layer type, or rope_theta"
+        )
+    if cfg.raw.get("rope_theta") is None:
+        notes.append(f"no rope_theta: {cfg.defaults['rope_theta']!r} (Step3p7TextConfig's default)")
+        thetas = dict.fromkeys(types, cfg.defaults["rope_theta"])
+    else:
+        thetas = _step3p5_per_layer(cfg, "rope_theta", n, n + mtp, types)
+    partial = cfg.raw.get("partial_rotary_factors")
+    partials = (
+        None
+        if partial is None
+        else _step3p5_per_layer(cfg, "partial_rotary_factors", n, n + mtp, types)
+    )
+    out = {}
+    for t in dict.fromkeys(types):
+        d = {"rope_type": "default", "rope_theta": thetas[t]}
+        if partials:
+            d["partial_rotary_factor"] = partials[t]
+        out[t] = d
+    if rs and "full_attention" in out:
+        out["full_attention"].update(rs)
+        notes.append("step3p5: rope_scaling applies to the full-attention layers only")
+    return out
+
+
 _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
+        "step3p5": _step3p5_dicts,
+        "neomme": _neomme_dicts,
+        "dbrx": _dbrx_dicts,
         "molmo2": _molmo2_dicts,
         "layer_rope_theta": _layer_theta_dicts,
         "gemma3": _gemma3_dicts,
@@ -650,6 +809,42 @@ def _rule_uniform(family, cfg, n, notes):
     return _plans(types)
 
 
+def _rule_neomme(family, cfg, n, notes):
+    """NeoMME: every layer rotates with its type's rope; without layer_types every sixth
+    layer and the last are full attention (NeoMMEConfig.__post_init__)."""
+    types = _neomme_types(cfg, n, notes)
+    _only(types, PLAIN_LAYER_TYPES, family)
+    return _plans(types)
+
+
+def _rule_dory(family, cfg, n, notes):
+    """Dory (DoryConfig.__post_init__): released files list an attention block and an "mlp"
+    block per layer in layer_types and count both in num_hidden_layers; each layer rotates with
+    its attention type's rope. Without layer_types every fourth layer is full attention. The
+    recurrent section's layers run n_recurrent_loops times at the same positions."""
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and "mlp" in types:
+        if len(types) != n or len(types) % 2 or any(t != "mlp" for t in types[1::2]):
+            raise ValueError(
+                f"dory: config key layer_types with 'mlp' blocks must alternate an attention "
+                f"type and 'mlp' over num_hidden_layers={n} entries, as DoryConfig halves them"
+            )
+        notes.append(
+            "dory: layer_types lists (attention, mlp) blocks; each pair is one layer "
+            f"({n // 2} layers, as DoryConfig reads them)"
+        )
+        types = types[::2]
+    else:
+        types = _given_types(cfg, "layer_types", n, notes)
+        if types is None:
+            types = [
+                "full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(n)
+            ]
+            notes.append("no layer_types: every fourth layer full attention (DoryConfig's default)")
+    _only(types, PLAIN_LAYER_TYPES, family)
+    return _plans(types)
+
+
 def _rule_layer_types(family, cfg, n, notes):
     """Every layer rotates with the rope of its layer type; the types must be given (the
     config class builds its default pattern in code the record does not repeat)."""
@@ -812,6 +1007,18 @@ def _rule_linear_attention(family, cfg, n, notes):
     if types is None:
         interval = _pattern(cfg, "full_attention_interval")
         types = _pattern_types(n, interval, "full_attention", "linear_attention")
+    _only(types, ("full_attention", "linear_attention"), family)
+    return _plans(types, [t == "full_attention" for t in types])
+
+
+def _rule_layer_group(family, cfg, n, notes):
+    """Bailing hybrid (BailingHybridConfig): without layer_types every layer_group_size-th
+    layer is full attention (MLA with RoPE), the others linear attention without RoPE."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        types = _pattern_types(
+            n, _pattern(cfg, "layer_group_size"), "full_attention", "linear_attention"
+        )
     _only(types, ("full_attention", "linear_attention"), family)
     return _plans(types, [t == "full_attention" for t in types])
 
@@ -1152,6 +1359,9 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "uniform": _rule_uniform,
         "layer_types": _rule_layer_types,
+        "dory": _rule_dory,
+        "layer_group": _rule_layer_group,
+        "neomme": _rule_neomme,
         "gemma2": _rule_gemma2,
         "gemma3": _rule_gemma3,
         "gemma4": _rule_gemma4,
@@ -1219,8 +1429,16 @@ def _glm_indexer_types(cfg: Mapping, n: int, notes: list) -> list[str]:
     return types
 
 
+def _hy_v4_indexer_types(cfg: Mapping, n: int, notes: list) -> list[str]:
+    """HYV4Config's indexer_types when the config omits them: layer 0 and every fourth layer
+    from layer 1 run the indexer ("full"), the others reuse its top-k ("shared")."""
+    notes.append("hy_v4: no indexer_types: 'full' on layer 0 and every fourth from layer 1")
+    return ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(n)]
+
+
+# per (family, key), else per key: how a family's code derives a per-layer list the config omits
 _DERIVED_LAYER_LISTS: Mapping[str, Callable] = MappingProxyType(
-    {"indexer_types": _glm_indexer_types}
+    {"indexer_types": _glm_indexer_types, "hy_v4:indexer_types": _hy_v4_indexer_types}
 )
 
 
@@ -1233,8 +1451,11 @@ def _with_submodules(family: Family | None, cfg: Mapping, plans: list, notes) ->
         where = None
         if sub.layers_key is not None:
             where = _given_types(cfg, sub.layers_key, n, notes)
-            if where is None and sub.layers_key in _DERIVED_LAYER_LISTS:
-                where = _DERIVED_LAYER_LISTS[sub.layers_key](cfg, n, notes)
+            derive = _DERIVED_LAYER_LISTS.get(
+                f"{family.name}:{sub.layers_key}", _DERIVED_LAYER_LISTS.get(sub.layers_key)
+            )
+            if where is None and derive is not None:
+                where = derive(cfg, n, notes)
         flag = sub.ignored_flag
         if flag is not None and cfg.get(flag) is not None:
             said = check_flag(cfg.get(flag), f"config key {flag}")

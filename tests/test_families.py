@@ -1057,6 +1057,118 @@ def test_no_rope_types_have_no_family_record():
     assert not set(types) & set(FAMILIES)
 
 
+def test_config_class_only_types_read_as_the_model_their_auto_mapping_runs():
+    # transformers 5.24 ships ExaoneConfig with no modeling file; AutoModel runs LlamaModel
+    # with it, whose RoPE reads num_layers through ExaoneConfig's attribute_map (hand-made)
+    exaone = rope_schedule({"model_type": "exaone", "num_layers": 3})
+    assert len(exaone) == 3 and exaone[0].spec.base == 500000.0  # its default_theta
+    assert "num_layers read as num_hidden_layers (ExaoneConfig's attribute_map)" in exaone.notes
+    # SarvamMoEConfig rotates whole heads, unlike Glm4MoeConfig (partial_rotary_factor 0.5)
+    sarvam = rope_schedule({"model_type": "sarvam_moe"})[0].spec
+    assert (sarvam.rotary_dim, sarvam.dim, sarvam.base) == (64, 64, 8e6)
+    # no model class at all: refused naming what is missing
+    for model_type in ("layoutxlm", "pp_chart2table_vision"):
+        with pytest.raises(ValueError, match=r"config class for it but no model class"):
+            rope_schedule({"model_type": model_type, "hidden_size": 64, "num_attention_heads": 4})
+
+
+def test_dbrx_reads_the_top_level_base_and_refuses_another_in_attn_config():
+    # hand-made, in DBRX's key names (d_model, n_heads, n_layers through DbrxConfig's
+    # attribute_map); transformers 5.24 rotates with the top-level base only
+    base = {"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40}
+    plain = rope_schedule({**base, "attn_config": {"kv_n_heads": 8}})
+    assert (len(plain), plain[0].spec.dim, plain[0].spec.base) == (40, 128, 10000.0)
+    with pytest.raises(ValueError, match=r"attn_config\.rope_theta = 500000.*ignores"):
+        rope_schedule({**base, "attn_config": {"rope_theta": 500000}})
+    agreed = rope_schedule({**base, "rope_theta": 5e5, "attn_config": {"rope_theta": 500000}})
+    assert agreed[0].spec.base == 500000.0
+
+
+def test_step3p5_builds_a_rope_per_layer_type_from_per_layer_lists():
+    path = Path(__file__).parent / "parity" / "configs" / "step3p5.handmade.json"
+    cfg = json.loads(path.read_text(encoding="utf8"))  # hand-made (SOURCES.md)
+    got = [(x.spec.base, x.spec.rotary_dim) for x in rope_schedule(cfg)]
+    assert got == [(5e6, 64), (1e4, 128), (1e4, 128), (5e6, 64)]
+    wrapped = rope_schedule({"model_type": "step3p7", "text_config": cfg})
+    assert [(x.spec.base, x.spec.rotary_dim) for x in wrapped] == got
+    with pytest.raises(ValueError, match=r"rope_theta has 3 entries but num_hidden_layers=4"):
+        rope_schedule({**cfg, "rope_theta": [5e6, 1e4, 1e4]})
+    with pytest.raises(ValueError, match=r"rope_theta\[3\] = 4000000.0 differs"):
+        rope_schedule({**cfg, "rope_theta": [5e6, 1e4, 1e4, 4e6]})
+
+
+def test_roformer_rotates_adjacent_pairs_at_base_10000_unless_values_rotate_too():
+    spec = rope_schedule({"model_type": "roformer", "rope_theta": 5e5})[0].spec  # hand-made
+    assert (spec.pairing, spec.output_order, spec.dim, spec.base) == (
+        "interleaved",
+        "same",
+        64,
+        10000.0,
+    )
+    with pytest.raises(ValueError, match=r"config key rotary_value true: .*rotates the values"):
+        rope_schedule({"model_type": "roformer", "rotary_value": True})
+    # CLVP's decoder adds learned positions; only CLVP's encoder runs the file's rotary code
+    with pytest.raises(ValueError, match=r"'clvp_decoder' has no RoPE.*learned absolute"):
+        rope_schedule({"model_type": "clvp_decoder"})
+
+
+def test_dory_halves_attention_and_mlp_blocks_and_mistral_large4_is_refused():
+    # hand-made, in the released form: (attention, mlp) blocks counted in num_hidden_layers
+    types = ["sliding_attention", "mlp", "full_attention", "mlp"]
+    dory = rope_schedule({"model_type": "dory", "num_hidden_layers": 4, "layer_types": types})
+    assert [(x.layer_type, x.spec.base) for x in dory] == [
+        ("sliding_attention", 1e4),
+        ("full_attention", 1e7),
+    ]
+    with pytest.raises(ValueError, match=r"must alternate an attention type and 'mlp'"):
+        rope_schedule({"model_type": "dory", "num_hidden_layers": 4, "layer_types": types[::-1]})
+    with pytest.raises(ValueError, match=r"learned per-frequency parameter"):
+        rope_schedule({"model_type": "mistral_large4_text", "head_dim": 128})
+
+
+def test_neomme_alternates_row_and_column_over_each_layer_types_pairs():
+    sched = rope_schedule({"model_type": "neomme", "num_hidden_layers": 6})  # hand-made
+    got = [(x.layer_type, x.spec.rotary_dim, x.spec.base, x.spec.mrope_section) for x in sched]
+    sliding = ("sliding_attention", 64, 1e4, (16, 16, 0))
+    assert got == [sliding] * 5 + [("full_attention", 16, 1e6, (4, 4, 0))]
+    assert {x.spec.mrope_layout for x in sched} == {"alternating"}
+    with pytest.raises(ValueError, match=r"rotates 6 of head_dim=64 features, not a multiple"):
+        rope_schedule(
+            {
+                "model_type": "neomme",
+                "num_hidden_layers": 1,
+                "layer_types": ["full_attention"],
+                "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.1}},
+            }
+        )
+
+
+def test_hy_v4_indexer_rotates_the_trailing_slice_on_its_full_layers():
+    sched = rope_schedule({"model_type": "hy_v4", "num_hidden_layers": 6})  # hand-made
+    assert [x.spec.rotary_dim for x in sched] == [64] * 6
+    assert [x.spec.pairing for x in sched] == ["half"] * 6
+    # HYV4Config's default indexer_types: full on layer 0 and every fourth from layer 1
+    assert [x.index for x in sched if x.indexer is not None] == [0, 1, 5]
+    ix = sched[0].indexer
+    assert (ix.dim, ix.rotary_dim, ix.rotary_offset, ix.pairing) == (128, 64, 64, "half")
+    given = rope_schedule(
+        {"model_type": "hy_v4", "num_hidden_layers": 2, "indexer_types": ["shared", "full"]}
+    )
+    assert [x.indexer is not None for x in given] == [False, True]
+
+
+def test_bailing_hybrid_rotates_its_mla_layers_only():
+    sched = rope_schedule({"model_type": "bailing_hybrid", "num_hidden_layers": 12})  # hand-made
+    assert [i for i, x in enumerate(sched) if x.spec is not None] == [5, 11]
+    spec = sched[5].spec
+    assert (spec.rotary_dim, spec.pairing, spec.output_order, spec.base) == (
+        64,
+        "interleaved",
+        "half",
+        6e6,
+    )
+
+
 def test_configs_composed_of_models_are_refused_naming_the_part():
     cfg = {  # hand-made: an encoder-decoder pair of configs, no decoder keys at top level
         "model_type": "my-encoder-decoder",

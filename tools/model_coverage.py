@@ -117,6 +117,24 @@ def calls_rotary_code(source: str) -> bool:
     return False
 
 
+# rotary code outside a *RotaryEmbedding class that the tool builds and compares: model type ->
+# (module class, how to build it from the config, the attribute holding the rotation's flag)
+SINUSOIDAL_ROTARY = {
+    # RoFormerEncoder: RoFormerSinusoidalPositionalEmbedding(max_position_embeddings,
+    # hidden_size // num_attention_heads), a sin | cos table that every self-attention layer
+    # applies to adjacent pairs (apply_rotary_position_embeddings)
+    "roformer": "RoFormerSinusoidalPositionalEmbedding",
+}
+# types whose modeling file holds rotary code that only another model of the file runs: model
+# type -> (the positions its own model uses, where that is in the code)
+ROTARY_ELSEWHERE = {
+    "clvp_decoder": (
+        "learned absolute positions",
+        "ClvpDecoder adds position_embeds_layer; its ClvpDecoderLayer calls ClvpSelfAttention "
+        "without rotary_pos_emb, which only ClvpEncoder builds",
+    ),
+}
+
 # sub-model configs that are settings of the model itself, not other models
 OWN_SUBCONFIGS = ("text_config", "attn_config")
 
@@ -268,9 +286,13 @@ def modeling_module(config):
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name == name:
+            borrowed = borrowed_modeling(config)
+            if borrowed is not None:
+                return borrowed
             raise ModuleNotFoundError(
                 f"transformers {TRANSFORMERS_VERSION} ships a config class for this type but no "
-                f"model ({name} does not exist)"
+                f"model ({name} does not exist and MODEL_MAPPING_NAMES maps no model class "
+                "to it)"
             ) from None
         spec = importlib.util.find_spec(name)
         text = pathlib.Path(spec.origin).read_text() if spec and spec.origin else ""
@@ -279,6 +301,20 @@ def modeling_module(config):
         stand_in = types.ModuleType(name)
         stand_in.__source_text__ = text
         return stand_in
+
+
+def borrowed_modeling(config):
+    """The modeling module of the model class that transformers' auto mapping gives a type
+    that ships a config class only (EXAONE and InternLM 3 run LlamaModel, Sarvam's types
+    DeepseekV3Model and Glm4MoeModel), or None where the mapping gives it no model."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    cls_name = MODEL_MAPPING_NAMES.get(config.model_type)
+    cls = getattr(transformers, cls_name, None) if isinstance(cls_name, str) else None
+    if cls is None:
+        return None
+    return importlib.import_module(cls.__module__)
 
 
 def rotary_classes(module) -> list:
@@ -467,6 +503,11 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
     if "if alibi is None:" in source and vars(config).get("alibi"):
         return [False] * n  # Falcon-RW: ALiBi instead of RoPE
     only = re.search(r'position_embeddings if layer_type == "(\w+)" else None', source)
+    # a guard on the window around the rotation itself (Cohere 2, Flint), not another use of
+    # the window (Dory trims its looped cache under the same test)
+    sliding_guard = re.search(
+        r"if self\.sliding_window is not None:\n(?:[^\n]*\n)?[^\n]*apply_rotary", source
+    )
     no_rope = getattr(config, "no_rope_layers", None)
     out = []
     if None not in tables and not any(t in tables for t in types):
@@ -505,7 +546,7 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
             uses = uses and (
                 getattr(config, "sliding_window", None) is None or t == "sliding_attention"
             )
-        elif "if self.sliding_window is not None:" in source and t is not None:
+        elif sliding_guard and t is not None:
             uses = uses and t == "sliding_attention"
         out.append(key if uses else False)
     return out
@@ -608,9 +649,30 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
 
     text = getattr(config, "text_config", None)
     text = text if text is not None and hasattr(text, "to_dict") else config
-    modeling = modeling_module(text)
-    rot_cls, _ = text_rotary(modeling, text)
     how, got = refimpl_reading(cfg_dict)
+    try:
+        modeling = modeling_module(text)
+    except ModuleNotFoundError as exc:
+        if "but no model" not in str(exc):
+            raise
+        # nothing to compare with: the honest reading is a refusal that says so
+        result = {"rotary": None, "transformers": str(exc)}
+        parts = composed_of(text)
+        if how == "refused" and (
+            "no model class" in got or (parts and "composes other models" in got)
+        ):
+            if parts:
+                result["transformers"] += f"; composed of other models ({', '.join(parts)})"
+            result.update(status="refused", reason=got, api=api_of(got))
+        else:
+            result.update(
+                status="failed" if how == "refused" else "silent",
+                reason=got if how == "refused" else None,
+                why=f"{exc}; refimpl "
+                + ("refuses for another reason" if how == "refused" else "reads a schedule"),
+            )
+        return result
+    rot_cls, _ = text_rotary(modeling, text)
     result = {"rotary": None if rot_cls is None else rot_cls.__name__}
     text_type = getattr(text, "model_type", model_type)
     if text is not config:
@@ -631,6 +693,11 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
                 )
             return result
         kind = position_kind(modeling)
+        if text_type in SINUSOIDAL_ROTARY:
+            return judge_sinusoidal_rotary(result, modeling, text, how, got)
+        if text_type in ROTARY_ELSEWHERE and kind.startswith("rotary code"):
+            kind, where = ROTARY_ELSEWHERE[text_type]
+            result["note"] = where
         result["transformers"] = f"no rotary module ({kind})"
         if kind.startswith("rotary code") and how == "refused":
             if tower_reason(text, None) or TOWER_TYPES.search(text.model_type):
@@ -736,12 +803,65 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     return result
 
 
+def judge_sinusoidal_rotary(result: dict, modeling, config, how, got) -> dict:
+    """RoFormer: build its sinusoidal table module, read the frequencies off position 1
+    (arcsin of the float32 sine table, as for GPT-J) and compare every layer."""
+    name = SINUSOIDAL_ROTARY[config.model_type]
+    cls = getattr(modeling, name)
+    result["rotary"] = name
+    result["transformers"] = f"{name}: sin | cos table rotating adjacent pairs"
+    if how == "refused":
+        flag = "rotary_value"
+        if getattr(config, flag, False) and f"config key {flag} true" in got:
+            result["transformers"] += f"; {flag} true: the values are rotated too"
+            result.update(status="refused", reason=got, api=api_of(got))
+        else:
+            result.update(
+                status="wrongly_refused",
+                reason=got,
+                api=api_of(got),
+                why=f"transformers builds {name} for every self-attention layer",
+            )
+        return result
+    dim = config.hidden_size // config.num_attention_heads
+    table = cls(config.max_position_embeddings, dim).create_weight().double().numpy()
+    inv = np.arcsin(table[1, : dim // 2])
+    tables = {None: (inv, 1.0, None)}
+    source = source_of(modeling)
+    pairing = None
+    if re.search(r"stack\(\[-\w+\[\.\.\., 1::2\], \w+\[\.\.\., ::2\]\]", source):
+        pairing = ("interleaved", "same")  # [-x1, x0, -x3, x2, ...] against doubled sin/cos
+    diffs, agreement = compare(got, tables, [None] * config.num_hidden_layers, pairing)
+    if pairing is None:
+        diffs.append("the pairing of apply_rotary_position_embeddings was not found")
+    if diffs:
+        result.update(status="silent", why="; ".join(diffs))
+    else:
+        result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
+    result["inv_freq"] = agreement
+    return result
+
+
 def api_of(message: str) -> str | None:
     names = [
         n for n in re.findall(r"refimpl(?:\.\w+)+", message) if not n.startswith("refimpl.families")
     ]
     return ", ".join(dict.fromkeys(n.rstrip(".") for n in names)) or None
 
+
+# types whose config class does not build from its defaults alone: the fewest arguments that
+# make it valid, each as the class's own validator or registry demands
+CLASS_ARGS = {
+    # Gemma4AssistantConfig.validate_architecture: the drafter's text_config has no per-layer
+    # input embeddings (hidden_size_per_layer_input and vocab_size_per_layer_input must be 0;
+    # Gemma4TextConfig's defaults are 256 and 262144)
+    "gemma4_assistant": {
+        "text_config": {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0}
+    },
+    # NougatConfig's default encoder names model_type donut_swin, which AutoConfig registers
+    # as donut-swin
+    "nougat": {"encoder": {"model_type": "donut-swin"}},
+}
 
 RANK = {"silent": 0, "failed": 1, "wrongly_refused": 2, "refused": 3, "matched": 4}
 
@@ -754,7 +874,7 @@ def judge_type(model_type: str, stored: list) -> tuple[dict, dict | None]:
     try:
         with time_box(SECONDS_PER_TYPE), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            config = CONFIG_MAPPING[model_type]()
+            config = CONFIG_MAPPING[model_type](**copy.deepcopy(CLASS_ARGS.get(model_type, {})))
             class_cfg = reduced(jsonable(config.to_dict()))
             class_cfg.setdefault("model_type", model_type)
             entries.append(judge_one(model_type, config, class_cfg))

@@ -297,6 +297,14 @@ FAMILIES = {
     "laguna": Family(
         "laguna", "LagunaConfig", "LagunaRotaryEmbedding", "LagunaAttention", per_layer_type=True
     ),
+    "step3p5": Family(
+        "step3p7",
+        "Step3p7TextConfig",
+        "Step3p7RotaryEmbedding",
+        "Step3p7Attention",
+        per_layer_type=True,
+        decoder="Step3p7DecoderLayer",
+    ),
     "mellum": Family(
         "mellum", "MellumConfig", "MellumRotaryEmbedding", "MellumAttention", per_layer_type=True
     ),
@@ -887,6 +895,11 @@ def test_4x_and_5x_forms_of_a_released_config_read_alike(name):
 def _class_default(cls, instance, key):
     """What ``cls`` gives ``key`` when a config omits it (its default, after post-init)."""
     theta = getattr(cls, "default_theta", 10000.0)
+    if key == "rope_theta" and isinstance(getattr(instance, "rope_theta", None), (int, float)):
+        # a rope_theta field (Bailing hybrid) that the class builds its rope_parameters from
+        field = getattr(cls, "__dataclass_fields__", {}).get("rope_theta")
+        if field is not None and isinstance(field.default, (int, float)):
+            return field.default
     if key in ("rope_theta", "rope_local_base_freq"):
         if isinstance(theta, dict):
             return theta["global" if key == "rope_theta" else "local"]
