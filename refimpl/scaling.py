@@ -533,6 +533,22 @@ def _check_betas(beta_fast, beta_slow, *, strict: bool = False) -> tuple[float, 
     return bf, bs
 
 
+def _ramp_bounds(dim, base, original_max_position, beta_fast, beta_slow, truncate):
+    """transformers' ramp bounds ``(low, high)``: the correction range, with ``high`` moved by
+    0.001 when the two meet (the reference code's guard against a division by zero)."""
+    low, high = yarn_correction_range(
+        dim=dim,
+        base=base,
+        original_max_position=original_max_position,
+        beta_fast=beta_fast,
+        beta_slow=beta_slow,
+        truncate=True if truncate is None else truncate,
+    )
+    if low == high:
+        high += 0.001
+    return low, high
+
+
 def yarn_ramp(
     *,
     dim: int,
@@ -583,16 +599,7 @@ def yarn_ramp(
         r = L / (2 * np.pi * b ** (2 * j / d))  # [eq:yarn-ratio]
         gamma = np.clip((r - alpha_r) / (beta_r - alpha_r), 0.0, 1.0)  # [eq:yarn-ramp-paper]
         return 1.0 - gamma
-    low, high = yarn_correction_range(
-        dim=d,
-        base=base,
-        original_max_position=original_max_position,
-        beta_fast=beta_fast,
-        beta_slow=beta_slow,
-        truncate=True if truncate is None else truncate,
-    )
-    if low == high:
-        high += 0.001  # avoid a division by zero, as the reference code does
+    low, high = _ramp_bounds(d, base, original_max_position, beta_fast, beta_slow, truncate)
     return np.clip((j - low) / (high - low), 0.0, 1.0)  # [eq:yarn-ramp-transformers]
 
 
@@ -1363,16 +1370,8 @@ def _exact_yarn(
             for p in powers
         ]
         return ExactFrequencies(tuple(cols), f"yarn (paper ramp), factor={factor!r}")
-    low, high = yarn_correction_range(
-        dim=dim,
-        base=base,
-        original_max_position=original_max_position,
-        beta_fast=beta_fast,
-        beta_slow=beta_slow,
-        truncate=True if truncate is None else truncate,
-    )
-    if low == high:
-        high += 0.001  # as the record does (the float64 sum, taken exactly)
+    low, high = _ramp_bounds(dim, base, original_max_position, beta_fast, beta_slow, truncate)
+    # (the float64 bounds the record uses, taken exactly)
     lo, span = Fraction(low), Fraction(high) - Fraction(low)
     cols = []
     for j, p in enumerate(powers):

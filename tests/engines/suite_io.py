@@ -12,27 +12,13 @@ import numpy as np
 
 from refimpl.config import RopeSpec
 from refimpl.conformance import read_safetensors, verify_outputs, write_safetensors
+from refimpl.conformance._diagnose import _spec as case_spec
 
 
 def spec_of(entry) -> RopeSpec:
-    """The case's RopeSpec (from the manifest's rope entry and the suite's frequencies)."""
-    rope = entry["rope"]
-    return RopeSpec(
-        dim=rope["dim"],
-        rotary_dim=rope["rotary_dim"],
-        base=rope["base"],
-        rope_type=rope["rope_type"],
-        inv_freq=np.asarray(entry["_inv_freq"]),
-        attention_scaling=rope["attention_scaling"],
-        pairing=rope["pairing"],
-        params=rope["params"],
-        seq_len=rope["seq_len"],
-        max_position=rope["max_position"],
-        output_order=rope["output_order"],
-        rotary_offset=rope["rotary_offset"],
-        mrope_section=None if rope["mrope_section"] is None else tuple(rope["mrope_section"]),
-        mrope_layout=rope["mrope_layout"],
-    )
+    """The case's RopeSpec (from the manifest's rope entry and the suite's frequencies), as the
+    verifier's diagnosis builds it."""
+    return case_spec(entry["rope"], entry["_inv_freq"])
 
 
 def tokens(arrays, meta, name):
