@@ -1133,16 +1133,7 @@ def _f32_yarn(
     pos = _f32_pow(base, _f32_exponents(dim))
     extra = (_F32(1.0) / pos).astype(_F32)
     inter = (_F32(1.0) / (_F32(factor) * pos).astype(_F32)).astype(_F32)
-    low, high = yarn_correction_range(
-        dim=dim,
-        base=base,
-        original_max_position=original_max_position,
-        beta_fast=beta_fast,
-        beta_slow=beta_slow,
-        truncate=True if truncate is None else truncate,
-    )
-    if low == high:
-        high += 0.001
+    low, high = _ramp_bounds(dim, base, original_max_position, beta_fast, beta_slow, truncate)
     j = np.arange(dim // 2, dtype=_F32)
     ramp32 = ((j - _F32(low)).astype(_F32) / _F32(high - low)).astype(_F32)
     ramp32 = np.clip(ramp32, _F32(0), _F32(1))
