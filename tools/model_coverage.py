@@ -643,6 +643,15 @@ def tower_reason(config, rotary_cls) -> str | None:
     return None
 
 
+def refusal(result: dict, got: str, true: bool, why: str) -> dict:
+    """``result`` with refimpl's refusal ``got`` recorded: ``refused`` when ``true`` (the tool saw
+    transformers do what a schedule does not express), else ``wrongly_refused`` with ``why``."""
+    result.update(status="refused" if true else "wrongly_refused", reason=got, api=api_of(got))
+    if not true:
+        result["why"] = why
+    return result
+
+
 def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     """Judge one config (a transformers config object and the dict refimpl reads)."""
     import refimpl.families as fam
@@ -700,24 +709,13 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
             result["note"] = where
         result["transformers"] = f"no rotary module ({kind})"
         if kind.startswith("rotary code") and how == "refused":
-            if tower_reason(text, None) or TOWER_TYPES.search(text.model_type):
-                result.update(status="refused", reason=got, api=api_of(got))
-            else:
-                result.update(
-                    status="wrongly_refused",
-                    reason=got,
-                    api=api_of(got),
-                    why="rotary code outside a RotaryEmbedding class; not judged",
-                )
-            return result
+            true = bool(tower_reason(text, None) or TOWER_TYPES.search(text.model_type))
+            why = "rotary code outside a RotaryEmbedding class; not judged"
+            return refusal(result, got, true, why)
         if how == "refused":
             named = "no rope" in got.lower() and kind.lower() in got.lower()
-            result.update(
-                status="refused" if named else "wrongly_refused", reason=got, api=api_of(got)
-            )
-            if not named:
-                result["why"] = f"transformers has no rotary module ({kind}); refusal names another"
-            return result
+            why = f"transformers has no rotary module ({kind}); refusal names another"
+            return refusal(result, got, named, why)
         if all(layer.spec is None for layer in got):
             result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
         else:
@@ -760,22 +758,14 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
                 f"no head_dim and hidden_size {hidden} is not a multiple of "
                 f"num_attention_heads {heads}: transformers floors the quotient"
             )
-        if tower or documented or broken:
-            result.update(status="refused", reason=got, api=api_of(got))
-            if broken:
-                result["transformers"] = (
-                    broken
-                    if "floors" in broken
-                    else f"its own rotary module fails on this config ({broken})"
-                )
-        else:
-            result.update(
-                status="wrongly_refused",
-                reason=got,
-                api=api_of(got),
-                why=f"transformers builds {rot_cls.__name__} for the decoder",
+        if broken:
+            result["transformers"] = (
+                broken
+                if "floors" in broken
+                else f"its own rotary module fails on this config ({broken})"
             )
-        return result
+        why = f"transformers builds {rot_cls.__name__} for the decoder"
+        return refusal(result, got, bool(tower or documented or broken), why)
     tables = rotary_tables(build_rotary(rot_cls, text, float64=False))
     try:
         t64 = rotary_tables(build_rotary(rot_cls, text, float64=True))
@@ -812,17 +802,11 @@ def judge_sinusoidal_rotary(result: dict, modeling, config, how, got) -> dict:
     result["transformers"] = f"{name}: sin | cos table rotating adjacent pairs"
     if how == "refused":
         flag = "rotary_value"
-        if getattr(config, flag, False) and f"config key {flag} true" in got:
+        true = bool(getattr(config, flag, False)) and f"config key {flag} true" in got
+        if true:
             result["transformers"] += f"; {flag} true: the values are rotated too"
-            result.update(status="refused", reason=got, api=api_of(got))
-        else:
-            result.update(
-                status="wrongly_refused",
-                reason=got,
-                api=api_of(got),
-                why=f"transformers builds {name} for every self-attention layer",
-            )
-        return result
+        why = f"transformers builds {name} for every self-attention layer"
+        return refusal(result, got, true, why)
     dim = config.hidden_size // config.num_attention_heads
     table = cls(config.max_position_embeddings, dim).create_weight().double().numpy()
     inv = np.arcsin(table[1, : dim // 2])
