@@ -468,6 +468,23 @@ _INDEXER_GLM = Submodule(
         "and reuse the previous full layer's top-k"
     ),
 )
+
+# DeepSeek-V3.2's layout: the MLA rope head interleaved with half-order output on every layer,
+# a DSA indexer with its own rope (the records built on it change the indexer and defaults).
+_DSA_V32 = Family(
+    "deepseek_v32",
+    ("deepseek_v32",),
+    "DeepseekV32Config",
+    _d(7168, 128, 61, 163840, 1e4, qk_rope_head_dim=64, index_head_dim=128),
+    width="qk_rope_head_dim",
+    pairing="interleaved",
+    output_order="half",
+    layers="indexed",
+    query=("mla_mscale",),
+    submodules=(_INDEXER_V32,),
+    source=_tf("deepseek_v32") + " (MLA rope head: apply_rotary_pos_emb_interleave, no "
+    "rope_interleave flag; DSA indexer: DeepseekV32Indexer)",
+)
 _INDEXER_V4 = Submodule(
     "indexer",
     "index_head_dim",
@@ -1268,44 +1285,23 @@ _RECORDS = (
         query=("mla_mscale",),
         source=_tf("minicpm3") + " (MLA rope head rotated half-split by apply_rotary_pos_emb)",
     ),
-    Family(
+    _DSA_V32,
+    _like(
+        _DSA_V32,
         "axk2",
         ("axk2",),
         "AXK2Config",
         _d(2048, 32, 48, 131072, 1e4, qk_rope_head_dim=32, index_head_dim=128),
-        width="qk_rope_head_dim",
-        pairing="interleaved",
-        output_order="half",
-        layers="indexed",
-        query=("mla_mscale",),
         submodules=(_INDEXER_AXK2,),
         source=_tf("axk2") + " (DeepSeek-V3.2's layout: MLA rope head by "
         "apply_rotary_pos_emb_interleave, a half-split DSA indexer)",
     ),
-    Family(
-        "deepseek_v32",
-        ("deepseek_v32",),
-        "DeepseekV32Config",
-        _d(7168, 128, 61, 163840, 1e4, qk_rope_head_dim=64, index_head_dim=128),
-        width="qk_rope_head_dim",
-        pairing="interleaved",
-        output_order="half",
-        layers="indexed",
-        query=("mla_mscale",),
-        submodules=(_INDEXER_V32,),
-        source=_tf("deepseek_v32") + " (MLA rope head: apply_rotary_pos_emb_interleave, no "
-        "rope_interleave flag; DSA indexer: DeepseekV32Indexer)",
-    ),
-    Family(
+    _like(
+        _DSA_V32,
         "glm_moe_dsa",
         ("glm_moe_dsa",),
         "GlmMoeDsaConfig",
         _d(6144, 64, 78, 202752, 1e4, qk_rope_head_dim=64, index_head_dim=128),
-        width="qk_rope_head_dim",
-        pairing="interleaved",
-        output_order="half",
-        layers="indexed",
-        query=("mla_mscale",),
         submodules=(_INDEXER_GLM,),
         source=_tf("glm_moe_dsa") + " (MLA rope head: apply_rotary_pos_emb_interleave; "
         "GlmMoeDsaIndexer on 'full' indexer layers)",
