@@ -643,6 +643,17 @@ def tower_reason(config, rotary_cls) -> str | None:
     return None
 
 
+def verdict(result: dict, got, diffs: list, agreement: str) -> dict:
+    """``result`` judged from the comparison: ``silent`` with the differences, or ``matched``
+    with the schedule's fingerprint; ``inv_freq`` says in which precision the frequencies agreed."""
+    if diffs:
+        result.update(status="silent", why="; ".join(diffs))
+    else:
+        result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
+    result["inv_freq"] = agreement
+    return result
+
+
 def refusal(result: dict, got: str, true: bool, why: str) -> dict:
     """``result`` with refimpl's refusal ``got`` recorded: ``refused`` when ``true`` (the tool saw
     transformers do what a schedule does not express), else ``wrongly_refused`` with ``why``."""
@@ -785,12 +796,7 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
         return result
     layers = rope_layers(modeling, text, tables, rot_cls)
     diffs, agreement = compare(got, tables, layers, pairing_of(modeling, text))
-    if diffs:
-        result.update(status="silent", why="; ".join(diffs))
-    else:
-        result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
-    result["inv_freq"] = agreement
-    return result
+    return verdict(result, got, diffs, agreement)
 
 
 def judge_sinusoidal_rotary(result: dict, modeling, config, how, got) -> dict:
@@ -818,12 +824,7 @@ def judge_sinusoidal_rotary(result: dict, modeling, config, how, got) -> dict:
     diffs, agreement = compare(got, tables, [None] * config.num_hidden_layers, pairing)
     if pairing is None:
         diffs.append("the pairing of apply_rotary_position_embeddings was not found")
-    if diffs:
-        result.update(status="silent", why="; ".join(diffs))
-    else:
-        result.update(status="matched", fingerprint=fingerprint(got), summary=summary(got))
-    result["inv_freq"] = agreement
-    return result
+    return verdict(result, got, diffs, agreement)
 
 
 def api_of(message: str) -> str | None:
