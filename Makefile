@@ -82,22 +82,12 @@ test-fast: $(STAMP)
 # Every page is executed once, by the -W book build (book/_ext/parallel_execute.py runs the
 # notebooks on every core); pytest then skips those pages and reads the built book
 # (REFIMPL_BUILT_BOOK=1: the shown-code budget, raw markup, the workbook).
-# The tests that do not read the built book run while it builds (the build's Sphinx half uses
-# one core); its output is printed when it ends, and the tests of the built book follow.
-BOOK_TESTS := tests/test_workbook.py tests/test_book_reader.py
-BOOK_LOG   := artifacts/book-build.log
-
 test: $(STAMP) lint
 	rm -rf _build
-	mkdir -p $(dir $(BOOK_LOG))
-	@$(JB) build . -W --keep-going --all >$(BOOK_LOG) 2>&1 & book=$$!; \
-	REFIMPL_BOOK_BUILD_EXECUTES=1 HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -n $(PYTEST_JOBS) \
-		$(addprefix --ignore=,$(BOOK_TESTS)); rest=$$?; \
-	wait $$book; built=$$?; cat $(BOOK_LOG); \
-	if [ $$built -ne 0 ]; then echo "The book build failed (exit $$built)."; exit 1; fi; \
-	echo "Book built from a clean cache with zero warnings."; \
-	[ $$rest -eq 0 ] || { echo "The tests beside the book build failed."; exit 1; }
-	REFIMPL_BUILT_BOOK=1 HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -n $(PYTEST_JOBS) $(BOOK_TESTS)
+	$(JB) build . -W --keep-going --all
+	@echo "Book built from a clean cache with zero warnings."
+	REFIMPL_BOOK_BUILD_EXECUTES=1 REFIMPL_BUILT_BOOK=1 HYPOTHESIS_PROFILE=ci \
+		$(VENV)/bin/pytest -q -n $(PYTEST_JOBS)
 
 test-parity: $(TORCH_STAMP)
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -m parity tests/parity
