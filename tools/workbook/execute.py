@@ -4,14 +4,20 @@ in one kernel, and collect every check's verdict (used by the tests and ``make w
 The student notebook runs top to bottom (its answer cells hold the stubs); then, for each
 exercise in order, the chapter's solution code (with the instructor-only bindings) and the
 check run again. Both rounds of verdicts come back as ``{label: (passed, hint)}``.
+
+The kernels are forked from one process per test process that has imported the heavy modules
+once (``tools/fork_kernel.py``), started at the first run and stopped when the process exits.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import copy
 import json
 import pathlib
 
+import fork_kernel  # tools/fork_kernel.py: tools/ is on the path beside this package
 import nbclient
 from nbformat import v4
 
@@ -61,6 +67,16 @@ def _verdicts(nb, mark: str) -> dict:
     raise RuntimeError(f"no {mark} output: the notebook stopped before it")
 
 
+_KERNELS = contextlib.ExitStack()
+atexit.register(_KERNELS.close)
+
+
+def _forked_kernels() -> None:
+    """Open the forked-kernel context once for this process."""
+    if not _KERNELS._exit_callbacks:
+        _KERNELS.enter_context(fork_kernel.forked_kernels())
+
+
 def run(nb, chapter: Chapter, cwd: pathlib.Path, *, timeout: int = 600) -> tuple[dict, dict]:
     """Execute the student notebook ``nb`` in ``cwd`` (its folder in the workbook) with its
     stubs, then with the solutions of ``chapter`` injected.
@@ -71,6 +87,7 @@ def run(nb, chapter: Chapter, cwd: pathlib.Path, *, timeout: int = 600) -> tuple
         ``{label: (passed, hint)}`` from the stub round and from the solution round.
     """
     nb = with_solutions(nb, chapter)
+    _forked_kernels()
     client = nbclient.NotebookClient(
         nb,
         timeout=timeout,
