@@ -1512,7 +1512,9 @@ def _rule_dots3(family, cfg, n, notes):
         head = head if head is not None else _head_dim(cfg, notes)
         if rope is None:
             raise ValueError("dots3 needs config key qk_rope_head_dim (the MLA rope head)")
-        table = int(head * (rope / head))  # the class's partial_rotary_factor, as the module reads it
+        table = int(
+            head * (rope / head)
+        )  # the class's partial_rotary_factor, as the module reads it
         if table != rope:
             raise ValueError(
                 f"dots3: layer type {t!r} rotates qk_rope_head_dim={rope} features, but "
@@ -1561,7 +1563,9 @@ def _rule_qwen4_exp(family, cfg, n, notes):
     the QSA indexer ("indexed_attention"; a file's "full_attention" is renamed to it). Without
     ``layer_types`` every ``full_attention_interval``-th layer (4, the class's default)
     attends."""
-    types = _given_types(cfg, "layer_types", n, notes, first={"full_attention": "indexed_attention"})
+    types = _given_types(
+        cfg, "layer_types", n, notes, first={"full_attention": "indexed_attention"}
+    )
     if types is None:
         raw = cfg.raw if isinstance(cfg, ConfigView) else cfg
         interval = config_int(raw, "full_attention_interval") or 4
