@@ -896,8 +896,10 @@ def indexer_rotation(modeling, module, key, indexer) -> str | None:
         width = indexer.dim
     x = rng.standard_normal((1, 1, n, width)).astype(np.float32)
     q = torch.from_numpy(x)
+    names = list(inspect.signature(fn).parameters)
+    keys = {"cos": cos, "sin": sin} | ({names[1]: q.clone()} if names[1] in ("k", "key") else {})
     with torch.no_grad():
-        out = fn(q, q.clone(), cos, sin)
+        out = fn(q, **keys)  # (q, k, cos, sin), or (x, cos, sin) as DeepSeek-V4's
     got = (out[0] if isinstance(out, tuple) else out)[0, 0].double().numpy()
     pos = np.arange(n)
     if split:

@@ -74,22 +74,11 @@ def test_table_is_current():
     )
 
 
-#: Types refimpl refuses although transformers does something a schedule could express: each
-#: combines a multi-axis or per-layer-type rope with a sparse-attention indexer (and, for Qwen4,
-#: linear-attention layers) that no family record reads yet. refimpl refuses them (never a
-#: guess); they are open work, listed here so that the list can only shrink knowingly: the test
-#: fails when a type opens that is not listed, when a listed type is closed (remove it here),
-#: and when any open type is silent or failed.
-KNOWN_OPEN = {
-    "dots3_note": "multi-axis rope and a sparse-attention indexer",
-    "dots3_note_text": "multi-axis rope and a sparse-attention indexer",
-    "hy_v4_vl": "HY V4's indexer with an interleaved multi-axis rope",
-    "hy_v4_vl_text": "HY V4's indexer with an interleaved multi-axis rope",
-    "minimax_m3_vl": "multi-axis rope and a sparse-attention indexer",
-    "minimax_m3_vl_text": "multi-axis rope and a sparse-attention indexer",
-    "qwen4_exp": "per-layer-type ropes, an indexer and linear-attention layers",
-    "qwen4_exp_text": "per-layer-type ropes, an indexer and linear-attention layers",
-}
+#: Types refimpl refuses although transformers does something a schedule could express: open
+#: work, listed here with why so that the list can only change knowingly. It is empty: every
+#: type is matched or truly refused. The test fails when a type opens that is not listed, when a
+#: listed type is closed (remove it here), and when any open type is silent or failed.
+KNOWN_OPEN: dict[str, str] = {}
 
 
 def test_every_type_is_matched_or_truly_refused():
