@@ -796,7 +796,8 @@ def rope_schedule(config, *, seq_len: int | None = None) -> RopeSchedule:
     Llama 4 and SmolLM3 ``no_rope_layers`` / ``no_rope_layer_interval``, Cohere2 and EXAONE 4
     full-attention layers without RoPE, OLMo 3's scaled full-attention layers, the
     linear-attention layers of Qwen3-Next and Qwen3.5, LFM2's conv layers, Zamba2's shared
-    attention, Kimi Linear's NoPE MLA, DeepSeek-V3.2 and GLM-5's DSA indexers and
+    attention, Kimi Linear's NoPE MLA, the sparse-attention indexers of DeepSeek-V3.2, GLM-5,
+    HY V4 (VL), Dots3 Note, MiniMax-M3 VL and Qwen4-Exp, Dots3's rope per layer type and
     DeepSeek-V4's ``main``/``compress`` ropes. Book page "Real configurations".
 
     Examples

@@ -154,3 +154,28 @@ def test_fingerprint_sees_a_change():
 @pytest.mark.parametrize("status", ["matched", "refused"])
 def test_each_status_is_present(status):
     assert any(v["status"] == status for v in TABLE["types"].values())
+
+
+def test_fingerprint_sees_m_rope_sections_and_the_indexer():
+    """The table pins an M-RoPE layout and an indexer's rotation: another section layout or an
+    indexer with another pairing, slice or width has another fingerprint."""
+    cfg = _config("hy_v4_vl_text", "class defaults")
+    before = TOOL.fingerprint(refimpl.rope_schedule(cfg))
+    assert before == TABLE["types"]["hy_v4_vl_text"]["checks"]["class defaults"]
+    other = dict(cfg, rope_parameters=dict(cfg["rope_parameters"], mrope_section=[10, 11, 11]))
+    assert TOOL.fingerprint(refimpl.rope_schedule(other)) != before
+    fewer = dict(cfg, index_head_dim=96)  # the indexer's trailing slice moves
+    assert TOOL.fingerprint(refimpl.rope_schedule(fewer)) != before
+    shared = dict(
+        cfg, indexer_types=["shared" if t == "full" else "full" for t in cfg["indexer_types"]]
+    )
+    assert TOOL.fingerprint(refimpl.rope_schedule(shared)) != before
+
+
+def test_qwen4_exp_is_refused_because_its_attention_cannot_be_built():
+    entry = TABLE["types"]["qwen4_exp_text"]
+    assert entry["status"] == "refused"
+    assert "cannot be built on this config" in entry["reason"]
+    assert entry["transformers"].startswith("its model cannot be built on this config")
+    # the hand-made config with the indexer's keys set is matched
+    assert entry["checks"]["qwen4-exp-text.handmade.json"] != "refused"
