@@ -1512,9 +1512,8 @@ def _rule_dots3(family, cfg, n, notes):
         head = head if head is not None else _head_dim(cfg, notes)
         if rope is None:
             raise ValueError("dots3 needs config key qk_rope_head_dim (the MLA rope head)")
-        table = int(
-            head * (rope / head)
-        )  # the class's partial_rotary_factor, as the module reads it
+        # the width of the type's table: the class's partial_rotary_factor times head_dim
+        table = int(head * (rope / head))
         if table != rope:
             raise ValueError(
                 f"dots3: layer type {t!r} rotates qk_rope_head_dim={rope} features, but "
@@ -1543,7 +1542,7 @@ def _rule_minimax_m3(family, cfg, n, notes):
             key = "config key sparse_attention_config.sparse_attention_freq"
             if not isinstance(freq, list) or len(freq) != n:
                 raise ValueError(f"{key} must be a list of {n} entries (one per layer)")
-            if any(isinstance(f, bool) is False and f not in (0, 1) for f in freq):
+            if any(f not in (0, 1) for f in freq):  # true/false compare equal to 1/0
                 raise ValueError(f"{key} entries must be 0/1 or true/false, got {freq!r}")
             types = ["minimax_m3_sparse" if f else "full_attention" for f in freq]
             notes.append(f"{family.name}: layer types from {key[11:]} (1: minimax_m3_sparse)")
