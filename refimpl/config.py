@@ -511,9 +511,30 @@ def _read_mrope(rope: dict, family, rotary_dim: int, legacy: bool, notes: list):
                 f"the sections out {fam_layout}"
             )
         layout = fam_layout
-    if sum(section) != rotary_dim // 2:
-        raise ValueError(f"{key} {list(section)} must sum to the rotary pairs {rotary_dim // 2}")
+    pairs = rotary_dim // 2
+    if sum(section) != pairs and layout == "interleaved":
+        section = _interleaved_section(section, pairs, key, notes)
+    if sum(section) != pairs:
+        raise ValueError(f"{key} {list(section)} must sum to the rotary pairs {pairs}")
     return section, layout
+
+
+def _interleaved_section(section: tuple, pairs: int, key: str, notes: list) -> tuple:
+    """Interleaved sections that do not sum to the rotated pairs, as transformers lays them
+    out (Qwen3-VL's ``apply_interleaved_mrope`` and the ``recomposition_frequencies`` of the
+    models that repeat it): pair ``j`` follows h where ``j % 3 == 1`` and ``j < 3 s_h``, w where
+    ``j % 3 == 2`` and ``j < 3 s_w`` (both cut at the last pair), t every other pair; ``s_t``
+    is never read. The same layout written with sections that sum to the pairs."""
+    j = range(pairs)
+    s_h = sum(1 for i in j if i % 3 == 1 and i < 3 * section[1])  # [eq:mrope-interleaved]
+    s_w = sum(1 for i in j if i % 3 == 2 and i < 3 * section[2])
+    out = (pairs - s_h - s_w, s_h, s_w)
+    notes.append(
+        f"{key} {list(section)} sums to {sum(section)}, not the {pairs} rotated pairs: the "
+        "interleaved layout gives h the pairs j % 3 == 1 below 3 s_h, w the pairs j % 3 == 2 "
+        f"below 3 s_w and t all others (s_t is not read), which is the section {list(out)}"
+    )
+    return out
 
 
 def _unused_key_notes(rope: dict, method, notes: list) -> None:
@@ -589,24 +610,58 @@ def _layer_spec(ctx: dict, plan: LayerPlan, pairing, seq_len) -> RopeSpec:
     )
 
 
+def _submodule_head(cfg, sub: fam.Submodule, notes: list):
+    """The submodule's head width: ``head_dim_key``, or the nested key its config class copies
+    over it (``head_dim_override``)."""
+    if sub.head_dim_override is not None:
+        outer, inner = sub.head_dim_override.split(".")
+        block = cfg.get(outer)
+        if block is not None and not isinstance(block, dict):
+            raise TypeError(f"config key {outer} must be an object, got {type(block).__name__}")
+        if block and block.get(inner) is not None:
+            notes.append(
+                f"{sub.name} head width from {sub.head_dim_override} (its config class copies "
+                f"it over {sub.head_dim_key})"
+            )
+            return rules.config_int(block, inner, maximum=rules.MAX_DIM)
+    return rules.config_int(cfg, sub.head_dim_key, maximum=rules.MAX_DIM)
+
+
 def _submodule_spec(ctx: dict, sub: fam.Submodule, layer: RopeSpec) -> RopeSpec:
     """The RoPE a submodule (an indexer) applies with the layer's tables."""
-    cfg = ctx["cfg"]
-    head = rules.config_int(cfg, sub.head_dim_key, maximum=rules.MAX_DIM)
-    rotary = rules.config_int(cfg, sub.rotary_key, maximum=rules.MAX_DIM)
+    cfg, name = ctx["cfg"], ctx["family"].name
+    missing = [k for k in sub.needs if cfg.get(k) is None]
+    if missing:
+        raise ValueError(
+            f"{name}: transformers 5.24 builds the {sub.name} ({sub.builder}) of every layer it "
+            f"runs on from config keys {list(sub.needs)}, and {missing} are null or missing "
+            "here, so its attention cannot be built on this config; give them"
+        )
+    notes: list[str] = []
+    head = _submodule_head(cfg, sub, notes)
+    rotary = (
+        layer.rotary_dim
+        if sub.rotary_key is None
+        else rules.config_int(cfg, sub.rotary_key, maximum=rules.MAX_DIM)
+    )
+    what = (
+        f"config key {sub.rotary_key}={rotary}"
+        if sub.rotary_key
+        else f"the layer's rotated width {rotary}"
+    )
     if head is None or rotary is None:
         raise ValueError(
-            f"{ctx['family'].name}'s {sub.name} needs config keys {sub.head_dim_key} and "
+            f"{name}'s {sub.name} needs config keys {sub.head_dim_key} and "
             f"{sub.rotary_key} (its head width and rotated width)"
         )
     if rotary != layer.rotary_dim:
         raise ValueError(
-            f"{ctx['family'].name}'s {sub.name} rotates {sub.rotary_key}={rotary} features with "
+            f"{name}'s {sub.name} rotates {sub.rotary_key}={rotary} features with "
             f"the layer's tables, which cover {layer.rotary_dim}; the config is inconsistent"
         )
     if rotary > head:
         raise ValueError(
-            f"config key {sub.rotary_key}={rotary} exceeds {sub.head_dim_key}={head}: the "
+            f"{what} exceeds {sub.head_dim_key}={head}: the "
             f"{sub.name} cannot rotate more features than its heads have"
         )
     offset = head - rotary if sub.rotary_slice == "trailing" else 0
@@ -622,7 +677,7 @@ def _submodule_spec(ctx: dict, sub: fam.Submodule, layer: RopeSpec) -> RopeSpec:
         pairing=sub.pairing,
         output_order=sub.output_order,
         rotary_offset=offset,
-        notes=(*layer.notes, text),
+        notes=(*layer.notes, *notes, text),
     )
 
 
@@ -741,7 +796,8 @@ def rope_schedule(config, *, seq_len: int | None = None) -> RopeSchedule:
     Llama 4 and SmolLM3 ``no_rope_layers`` / ``no_rope_layer_interval``, Cohere2 and EXAONE 4
     full-attention layers without RoPE, OLMo 3's scaled full-attention layers, the
     linear-attention layers of Qwen3-Next and Qwen3.5, LFM2's conv layers, Zamba2's shared
-    attention, Kimi Linear's NoPE MLA, DeepSeek-V3.2 and GLM-5's DSA indexers and
+    attention, Kimi Linear's NoPE MLA, the sparse-attention indexers of DeepSeek-V3.2, GLM-5,
+    HY V4 (VL), Dots3 Note, MiniMax-M3 VL and Qwen4-Exp, Dots3's rope per layer type and
     DeepSeek-V4's ``main``/``compress`` ropes. Book page "Real configurations".
 
     Examples

@@ -206,8 +206,9 @@ class Submodule:
         ``"indexer"``: the :class:`LayerPlan`/``LayerRope`` field it fills.
     head_dim_key : str
         Config key of the submodule's head width.
-    rotary_key : str
-        Config key of its rotated width.
+    rotary_key : str or None
+        Config key of its rotated width (None: the layer's rotated width, the width of the
+        cos/sin tables it is handed, as MiniMax-M3's, Qwen4-Exp's and Dots3's indexers take it).
     pairing : {"half", "interleaved"}
     output_order : {"same", "half"}
     rotary_slice : {"leading", "trailing"}
@@ -222,13 +223,23 @@ class Submodule:
     ignored_flag : str or None
         A config key about the submodule's pairing that transformers does not read (noted
         when it disagrees).
+    head_dim_override : str or None
+        ``"object.key"``: a nested config key that, when the file has it, replaces
+        ``head_dim_key`` (the config class copies it over, as MiniMax-M3's legacy
+        ``sparse_attention_config.sparse_index_dim``).
+    needs : tuple of str
+        Config keys the model's code reads to build the submodule; a config where one is
+        missing or null is refused where the submodule runs (the model's attention cannot be
+        built on it).
+    builder : str
+        The class that builds the submodule (named in that refusal).
     note : str
         What peers do differently (with sources); shown by ``describe``.
     """
 
     name: str
     head_dim_key: str
-    rotary_key: str
+    rotary_key: str | None
     pairing: str = "half"
     output_order: str = "same"
     rotary_slice: str = "leading"
@@ -237,6 +248,9 @@ class Submodule:
     layer_types: tuple | None = None
     rope_key: str | None = None
     ignored_flag: str | None = None
+    head_dim_override: str | None = None
+    needs: tuple = ()
+    builder: str = ""
     note: str = ""
 
 
@@ -514,6 +528,73 @@ _INDEXER_HYV4 = Submodule(
         "each indexer head half-split (apply_rotary_pos_emb) with the attention's cos/sin; "
         "layers whose indexer_types entry is 'shared' have no indexer and reuse the previous "
         "full layer's top-k"
+    ),
+)
+
+_INDEXER_HYV4_VL = Submodule(
+    "indexer",
+    "index_head_dim",
+    "qk_rope_head_dim",
+    pairing="interleaved",
+    rotary_slice="trailing",
+    layers_key="indexer_types",
+    runs_on=("full",),
+    note=(
+        "transformers 5.24 (HYV4VLIndexer) rotates the trailing qk_rope_head_dim features of "
+        "each indexer head with the attention's M-RoPE cos/sin and the model's "
+        "apply_rotary_pos_emb, whose rotate_half turns adjacent pairs (x[0::2], x[1::2]) with "
+        "the first half of cos/sin repeated per pair (HY V4's text model, hy_v4, turns them "
+        "half-split); layers whose indexer_types entry is 'shared' have no indexer and reuse "
+        "the previous full layer's top-k"
+    ),
+)
+_INDEXER_DOTS3 = Submodule(
+    "indexer",
+    "index_head_dim",
+    None,
+    pairing="interleaved",
+    output_order="half",
+    layer_types=("indexed_attention",),
+    note=(
+        "transformers 5.24 (Dots3NoteTextIndexer) rotates the leading features of each "
+        "indexer head, as many as the layer's rope head, with apply_rotary_pos_emb_interleave "
+        "(adjacent pairs in, half order out), like the attention's rope head and unlike "
+        "DeepSeek-V3.2's half-split indexer"
+    ),
+)
+_INDEXER_MINIMAX_M3 = Submodule(
+    "indexer",
+    "index_head_dim",
+    None,
+    pairing="half",
+    layer_types=("minimax_m3_sparse",),
+    head_dim_override="sparse_attention_config.sparse_index_dim",
+    note=(
+        "transformers 5.24 (MiniMaxM3VLIndexer) rotates the leading features of each index "
+        "head half-split (apply_rotary_pos_emb) with the attention's cos/sin cut to "
+        "index_head_dim, which covers the layer's whole rotated width"
+    ),
+)
+_INDEXER_QWEN4 = Submodule(
+    "indexer",
+    "indexer_head_dim",
+    None,
+    pairing="half",
+    layer_types=("indexed_attention",),
+    needs=(
+        "indexer_n_heads",
+        "indexer_kv_heads",
+        "indexer_head_dim",
+        "indexer_budget",
+        "indexer_compress_ratio",
+    ),
+    builder="Qwen4ExpTextQSAIndexer",
+    note=(
+        "transformers 5.24 (Qwen4ExpTextQSAIndexer) rotates the leading features of each "
+        "indexer query head, as many as the attention's cos/sin cover, half-split "
+        "(apply_rotary_pos_emb) with the attention's M-RoPE tables; its keys are averaged over "
+        "blocks of indexer_compress_ratio tokens and rotated at each block's first position, "
+        "which this record does not tabulate"
     ),
 )
 
@@ -1319,6 +1400,70 @@ _RECORDS = (
         source=_tf("hy_v4") + " (MLA rope head: rotate_half; HYV4Indexer on 'full' indexer layers)",
     ),
     Family(
+        "hy_v4_vl",
+        ("hy_v4_vl_text",),
+        "HYV4VLTextConfig",
+        _d(6144, 64, 78, 262144, 1e4, qk_rope_head_dim=64, index_head_dim=128),
+        width="qk_rope_head_dim",
+        pairing="interleaved",
+        layers="indexed",
+        query=("mla_mscale",),
+        mrope_layout="interleaved",
+        mrope_section=(12, 10, 10),
+        submodules=(_INDEXER_HYV4_VL,),
+        source=_tf("hy_v4_vl") + " (MLA rope head: apply_rotary_pos_emb on adjacent pairs, "
+        "same order out; interleaved M-RoPE sections, HYV4VLTextConfig's default [12, 10, 10]; "
+        "HYV4VLIndexer on 'full' indexer layers)",
+    ),
+    Family(
+        "dots3_note",
+        ("dots3_note_text",),
+        "Dots3NoteTextConfig",
+        _d(
+            5120,
+            128,
+            46,
+            524288,
+            80000000.0,
+            head_dim=256,
+            qk_rope_head_dim=64,
+            index_head_dim=128,
+        ),
+        width="qk_rope_head_dim",
+        pairing="interleaved",
+        output_order="half",
+        layers="dots3",
+        rope_form="dots3",
+        submodules=(_INDEXER_DOTS3,),
+        source=_tf("dots3_note") + " (MLA rope head: apply_rotary_pos_emb_interleave, a rope "
+        "and rope head per layer type from per_layer_config; Dots3NoteTextIndexer on "
+        "indexed_attention layers)",
+    ),
+    Family(
+        "minimax_m3_vl",
+        ("minimax_m3_vl_text",),
+        "MiniMaxM3VLTextConfig",
+        _d(6144, 64, 60, 524288, 5000000.0, head_dim=128, index_head_dim=128),
+        layers="minimax_m3",
+        submodules=(_INDEXER_MINIMAX_M3,),
+        source=_tf("minimax_m3_vl") + " (rotate_half over the leading int(head_dim * "
+        "partial_rotary_factor) features, rotary_dim not read; MiniMaxM3VLIndexer on "
+        "minimax_m3_sparse layers)",
+    ),
+    Family(
+        "qwen4_exp",
+        ("qwen4_exp_text",),
+        "Qwen4ExpTextConfig",
+        _d(2048, 16, 40, 32768, 1e4, head_dim=256),
+        layers="qwen4_exp",
+        mrope_layout="interleaved",
+        mrope_section=(11, 11, 10),
+        submodules=(_INDEXER_QWEN4,),
+        source=_tf("qwen4_exp") + " (interleaved M-RoPE sections, the rotary module's default "
+        "[11, 11, 10]; the leading slice rotates; gated-DeltaNet linear-attention layers; "
+        "Qwen4ExpTextQSAIndexer on indexed_attention layers)",
+    ),
+    Family(
         "bailing_hybrid",
         ("bailing_hybrid",),
         "BailingHybridConfig",
@@ -1665,6 +1810,15 @@ _RECORDS += (
     ),
     _like(
         _NAMED["qwen2_5_vl"],
+        "qwen2_5_omni_talker",
+        ("qwen2_5_omni_talker",),
+        "Qwen2_5OmniTalkerConfig",
+        _d(3584, 28, 28, 32768, 1e6, head_dim=128),
+        source=_tf("qwen2_5_omni") + " (the talker's decoder: Qwen2_5OmniRotaryEmbedding, "
+        "blocked M-RoPE sections, default [16, 24, 24])",
+    ),
+    _like(
+        _NAMED["qwen2_5_vl"],
         "paddleocr_vl_text",
         ("paddleocr_vl_text",),
         "PaddleOCRTextConfig",
@@ -1769,6 +1923,16 @@ _RECORDS += (
         _d(2048, 28, 28, 32768, 1e6),
         source=_tf("qwen3_omni_moe") + " (the thinker's decoder: interleaved M-RoPE sections, "
         "default [24, 20, 20])",
+    ),
+    _like(
+        _NAMED["qwen3_vl_moe"],
+        "qwen3_omni_moe_talker_text",
+        ("qwen3_omni_moe_talker_text",),
+        "Qwen3OmniMoeTalkerTextConfig",
+        _d(1024, 16, 20, 32768, 1e4),
+        source=_tf("qwen3_omni_moe") + " (the talker's decoder: "
+        "Qwen3OmniMoeThinkerTextRotaryEmbedding, interleaved M-RoPE sections, default "
+        "[24, 20, 20])",
     ),
     _like(
         _NAMED["gemma4"],
@@ -1969,6 +2133,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "diffusion_gemma": ("diffusion_gemma_text", True),
         "cosmos3_edge": ("cosmos3_edge_text", True),
         "deepseek_ocr2": ("deepseek_ocr2_text", True),
+        "dots3_note": ("dots3_note_text", True),
         "emu3": ("emu3_text_model", True),
         "embedding_gemma2": ("embedding_gemma2_text", True),
         "ernie4_5_vl_moe": ("ernie4_5_vl_moe_text", True),
@@ -1995,6 +2160,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "granite_speech": ("granite", False),
         "granite_speech_plus": ("granite", False),
         "hunyuan_vl": ("hunyuan_vl_text", True),
+        "hy_v4_vl": ("hy_v4_vl_text", True),
         "idefics2": ("mistral", False),
         "idefics3": ("llama", False),
         "internvl": ("qwen2", False),
@@ -2012,6 +2178,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "minicpm_ocr": ("qwen3_5_text", False),
         "minicpmv4_6": ("qwen3_5_text", False),
         "minicpmv4_7": ("qwen3_5_text", False),
+        "minimax_m3_vl": ("minimax_m3_vl_text", True),
         "mistral3": ("mistral", False),
         "mllama": ("mllama_text_model", True),
         "muse_glimmer": ("muse_glimmer_text", True),
@@ -2040,6 +2207,7 @@ WRAPPERS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "qwen3_omni_moe_thinker": ("qwen3_omni_moe_text", True),
         "qwen3_vl": ("qwen3_vl_text", True),
         "qwen3_vl_moe": ("qwen3_vl_moe_text", True),
+        "qwen4_exp": ("qwen4_exp_text", True),
         "shieldgemma2": ("gemma3_text", False),
         "t5gemma2_encoder": ("t5gemma2_text", True),
         "ultravbert": ("ultrabert", False),

@@ -504,6 +504,51 @@ def _step3p5_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return out
 
 
+def _dots3_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """Dots3 Note (Dots3NoteTextConfig.convert_rope_params_to_dict): one rope dict per layer
+    type. Without ``rope_parameters``: the flat ``rope_scaling`` copied to every type, or
+    default RoPE at ``swa_rope_theta`` (50000) on the sliding layers and ``rope_theta`` (the
+    class's 8e7) on the others; a flat ``rope_parameters`` is copied to every type; a type's
+    dict without ``rope_theta`` takes the top-level one. Each type's partial_rotary_factor is
+    set by the class from its rope head (read by the layer rule)."""
+    if rp is not None and rs:
+        raise ValueError(
+            "dots3: config has rope_scaling beside rope_parameters; Dots3NoteTextConfig reads "
+            "one or the other at different steps: write one"
+        )
+    n = config_int(cfg, "num_hidden_layers", minimum=1, maximum=MAX_LAYERS)
+    types = list(dict.fromkeys(_dots3_types(cfg, n, [])))
+    swa = cfg.raw.get("swa_rope_theta")
+    if rp is None and not rs:
+        swa_theta = DOTS3_SWA_THETA if swa is None else swa
+        if "sliding_attention" in types and swa is None:
+            notes.append(f"dots3: no swa_rope_theta: {DOTS3_SWA_THETA!r} (Dots3NoteTextConfig's)")
+        return {
+            t: {
+                "rope_type": "default",
+                "rope_theta": swa_theta if t == "sliding_attention" else cfg.get("rope_theta"),
+            }
+            for t in types
+        }
+    if swa is not None:
+        notes.append(
+            f"dots3: swa_rope_theta {swa!r} is not read: Dots3NoteTextConfig uses it only "
+            "when the file has neither rope_parameters nor rope_scaling"
+        )
+    flat = rs or rp
+    if _nested(flat):
+        out = {t: dict(_object(flat[t], f"rope_parameters.{t}")) for t in types if flat.get(t)}
+    else:
+        out = {t: dict(flat) for t in types}
+        notes.append(f"dots3: the flat rope fields apply to every layer type {types}")
+    for d in out.values():
+        if "rope_theta" not in d:
+            d["rope_theta"] = cfg.get("rope_theta")
+        d.setdefault("rope_type", d.get("type", "default"))
+        d.pop("partial_rotary_factor", None)  # the class sets it from the rope head
+    return out
+
+
 _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
@@ -515,6 +560,7 @@ _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "gemma3": _gemma3_dicts,
         "olmo3": _olmo3_dicts,
         "deepseek_v4": _deepseek_v4_dicts,
+        "dots3": _dots3_dicts,
     }
 )
 ROPE_FORMS = tuple(_ROPE_FORM_FUNCTIONS)
@@ -595,7 +641,11 @@ def _check_rotary(rotary: int, head_dim: int, offset: int, what: str) -> Widths:
     return Widths(head_dim, rotary, offset)
 
 
-def _mla_width(family: Family, cfg: Mapping, notes: list) -> Widths:
+def _mla_width(family: Family, cfg: Mapping, notes: list, layer_rope: int | None = None) -> Widths:
+    """The decoupled rope head: ``qk_rope_head_dim``, or a layer's own (``layer_rope``: Dots3's
+    per-layer-type widths, from its ``per_layer_config``)."""
+    if layer_rope is not None:
+        return _check_rotary(layer_rope, layer_rope, 0, "the layer's qk_rope_head_dim")
     rope = config_int(cfg, "qk_rope_head_dim", maximum=MAX_DIM)
     if rope is None:
         raise ValueError(
@@ -644,7 +694,8 @@ def rotary_widths(
     notes : list of str
         Defaults applied are appended here.
     head_dim : int, optional
-        A per-layer head width (Gemma 4's full-attention layers) that replaces the config's.
+        A per-layer head width (Gemma 4's full-attention layers) that replaces the config's;
+        for a family whose width is ``qk_rope_head_dim``, the layer's own rope head width.
 
     Examples
     --------
@@ -657,7 +708,7 @@ def rotary_widths(
     """
     source = family.width if family is not None else "head_dim"
     if source == "qk_rope_head_dim":
-        return _mla_width(family, cfg, notes)
+        return _mla_width(family, cfg, notes, head_dim)
     if source == "zamba2":
         return _zamba2_width(cfg, notes)
     if source == "hidden_over_heads":  # the class sets head_dim = hidden_size // heads
@@ -724,7 +775,9 @@ class LayerPlan:
     ``rope_key`` names the entry of a nested ``rope_parameters`` the layer reads (its layer
     type, or DeepSeek-V4's ``main``/``compress`` label); ``uses_rope`` False is a layer
     without RoPE (NoPE attention, or no attention at all); ``head_dim`` overrides the
-    config's head width (Gemma 4 full-attention layers); ``submodules`` names the
+    config's head width (Gemma 4 full-attention layers; for a family whose width is
+    ``qk_rope_head_dim``, the layer's rope head: Dots3's per-layer-type MLA shapes);
+    ``submodules`` names the
     :class:`Submodule` s that run at this layer.
     """
 
@@ -759,8 +812,12 @@ def _pattern_types(n: int, pattern: int, hit: str, other: str) -> list[str]:
     return [other if (i + 1) % pattern else hit for i in range(n)]
 
 
-def _given_types(cfg: Mapping, key: str, n: int | None, notes: list) -> list[str] | None:
-    """A per-layer list of strings (legacy names renamed as transformers does), or None."""
+def _given_types(
+    cfg: Mapping, key: str, n: int | None, notes: list, first: Mapping | None = None
+) -> list[str] | None:
+    """A per-layer list of strings (legacy names renamed as transformers does), or None.
+    ``first``: a config class's own renames, which its post-init applies before the legacy
+    ones (Dots3's and Qwen4-Exp's ``full_attention`` -> ``indexed_attention``)."""
     types = cfg.get(key)
     if types is None:
         return None
@@ -768,6 +825,14 @@ def _given_types(cfg: Mapping, key: str, n: int | None, notes: list) -> list[str
         raise TypeError(f"config key {key} must be a list of strings")
     if n is not None and len(types) != n:
         raise ValueError(f"config key {key} has {len(types)} entries but num_hidden_layers={n}")
+    if first:
+        own = [first.get(t, t) for t in types]
+        if own != types:
+            notes.append(
+                f"{key}: {sorted({t for t in types if t in first})} read as "
+                f"{sorted({first[t] for t in types if t in first})} (the config class renames them)"
+            )
+        types = own
     renamed = [LEGACY_LAYER_TYPES.get(t, t) for t in types]
     if renamed != types:
         old = sorted({t for t in types if t in LEGACY_LAYER_TYPES})
@@ -1348,6 +1413,170 @@ def _rule_attn_layer_indices(family, cfg, n, notes):
     return _plans(types, [i in idxs for i in range(n)])
 
 
+# Dots3 Note (Dots3NoteTextConfig.__post_init__): the legacy keys of the sliding layers' MLA
+# shape and their class defaults, and the three layer types its model builds masks for
+DOTS3_SWA_DEFAULTS = {"head_dim": 256, "qk_nope_head_dim": 192}
+DOTS3_SWA_THETA = 50000.0
+DOTS3_LAYER_TYPES = ("full_attention", "sliding_attention", "indexed_attention")
+
+
+def _dots3_types(cfg: Mapping, n: int, notes: list) -> list[str]:
+    """Dots3NoteTextConfig's layer types: ``layer_types`` (``use_dsa`` true, the default without
+    ``per_layer_config``, renames full_attention to indexed_attention; false the other way), or
+    indexed (full without DSA) on layers 0, 1 and every fourth from 1, sliding elsewhere
+    (every layer indexed with ``use_sliding_window`` false)."""
+    raw = cfg.raw if isinstance(cfg, ConfigView) else cfg
+    if "use_dsa" in raw:
+        use_dsa = None if raw["use_dsa"] is None else check_flag(raw["use_dsa"], "use_dsa")
+    else:
+        use_dsa = None if "per_layer_config" in raw else True
+    sliding = raw.get("use_sliding_window", True)
+    sliding = False if sliding is None else check_flag(sliding, "config key use_sliding_window")
+    renames = None
+    if use_dsa is not None:
+        pair = ("full_attention", "indexed_attention")
+        old, new = pair if use_dsa else pair[::-1]
+        renames = {old: new}
+    types = _given_types(raw, "layer_types", n, notes, first=renames)
+    if types is None:
+        full = "full_attention" if use_dsa is False else "indexed_attention"
+        types = [
+            full if not sliding or i < 2 or i % 4 == 1 else "sliding_attention" for i in range(n)
+        ]
+        notes.append(
+            f"dots3: no layer_types: {full} on layers 0, 1 and every fourth from 1, sliding "
+            "attention elsewhere (Dots3NoteTextConfig's default)"
+            if sliding
+            else f"dots3: no layer_types and use_sliding_window false: every layer {full}"
+        )
+    return types
+
+
+def _dots3_overrides(cfg: Mapping, types: list[str], notes: list) -> list[dict]:
+    """Each layer's ``per_layer_config`` overrides; without that key the config class gives the
+    sliding layers theirs from the legacy ``swa_*`` keys (head 256, nope 192, rope the rest)."""
+    raw = cfg.raw if isinstance(cfg, ConfigView) else cfg
+    per_layer = raw.get("per_layer_config")
+    n = len(types)
+    if per_layer is None:
+        head = config_int(raw, "swa_head_dim", maximum=MAX_DIM) or DOTS3_SWA_DEFAULTS["head_dim"]
+        nope = config_int(raw, "swa_qk_nope_head_dim", minimum=0, maximum=MAX_DIM)
+        nope = DOTS3_SWA_DEFAULTS["qk_nope_head_dim"] if nope is None else nope
+        rope = config_int(raw, "swa_qk_rope_head_dim", maximum=MAX_DIM)
+        if rope is None:
+            rope = head - nope
+        if "sliding_attention" in types:
+            notes.append(
+                f"dots3: no per_layer_config: the sliding layers' rope head is "
+                f"swa_qk_rope_head_dim {rope} of head {head} (Dots3NoteTextConfig builds their "
+                "overrides from the swa_* keys)"
+            )
+        sliding = {"head_dim": head, "qk_rope_head_dim": rope}
+        return [dict(sliding) if t == "sliding_attention" else {} for t in types]
+    if not isinstance(per_layer, dict):
+        raise TypeError("config key per_layer_config must be an object (layer -> overrides)")
+    out: list[dict] = [{} for _ in range(n)]
+    for key, override in per_layer.items():
+        idx = check_int(key if not isinstance(key, str) else _int_key(key), "per_layer_config")
+        if not 0 <= idx < n:
+            raise ValueError(f"config key per_layer_config names layer {idx} of {n}")
+        if not isinstance(override, dict):
+            raise TypeError(f"config key per_layer_config[{key}] must be an object")
+        out[idx] = dict(override)
+    return out
+
+
+def _rule_dots3(family, cfg, n, notes):
+    """Dots3 Note: MLA on every layer, its rope head per layer type; each type's rotary
+    table is built from the first layer of that type (``per_layer_config[layer_type]``, which
+    transformers refuses when the type's layers differ) with ``partial_rotary_factor`` set to
+    ``qk_rope_head_dim / head_dim`` of that layer; "indexed_attention" layers run the DSA
+    indexer."""
+    types = _dots3_types(cfg, n, notes)
+    _only(types, DOTS3_LAYER_TYPES, family)
+    overrides = _dots3_overrides(cfg, types, notes)
+    rope_of: dict[str, int] = {}
+    for t in dict.fromkeys(types):
+        first = types.index(t)
+        for i, u in enumerate(types):
+            if u == t and overrides[i] != overrides[first]:
+                raise ValueError(
+                    f"dots3: layer type {t!r} is not homogeneous across layers (the "
+                    f"per_layer_config of layer {i} differs from layer {first}'s): transformers "
+                    "5.24 builds one rotary table per layer type and raises on this config"
+                )
+        o = overrides[first]
+        rope = config_int(o, "qk_rope_head_dim", maximum=MAX_DIM)
+        rope = rope if rope is not None else config_int(cfg, "qk_rope_head_dim", maximum=MAX_DIM)
+        head = config_int(o, "head_dim", maximum=MAX_DIM)
+        head = head if head is not None else _head_dim(cfg, notes)
+        if rope is None:
+            raise ValueError("dots3 needs config key qk_rope_head_dim (the MLA rope head)")
+        # the width of the type's table: the class's partial_rotary_factor times head_dim
+        table = int(head * (rope / head))
+        if table != rope:
+            raise ValueError(
+                f"dots3: layer type {t!r} rotates qk_rope_head_dim={rope} features, but "
+                f"transformers sizes its table int(head_dim * {rope}/{head}) = {table}: its "
+                "attention cannot apply that table"
+            )
+        rope_of[t] = rope
+    return [LayerPlan(i, t, t, True, rope_of[t]) for i, t in enumerate(types)]
+
+
+def _rule_minimax_m3(family, cfg, n, notes):
+    """MiniMax-M3: every layer rotates with the one rope; its "minimax_m3_sparse" layers run
+    the lightning indexer. Without ``layer_types`` the config class reads them from the legacy
+    ``sparse_attention_config.sparse_attention_freq`` (truthy: sparse), else every layer is full
+    attention."""
+    types = _given_types(cfg, "layer_types", n, notes)
+    if types is None:
+        sparse = cfg.get("sparse_attention_config") or {}
+        if not isinstance(sparse, Mapping):
+            raise TypeError("config key sparse_attention_config must be an object")
+        freq = sparse.get("sparse_attention_freq")
+        if freq is None:
+            types = ["full_attention"] * n
+            notes.append(f"{family.name}: no layer_types: every layer full attention (no indexer)")
+        else:
+            key = "config key sparse_attention_config.sparse_attention_freq"
+            if not isinstance(freq, list) or len(freq) != n:
+                raise ValueError(f"{key} must be a list of {n} entries (one per layer)")
+            if any(f not in (0, 1) for f in freq):  # true/false compare equal to 1/0
+                raise ValueError(f"{key} entries must be 0/1 or true/false, got {freq!r}")
+            types = ["minimax_m3_sparse" if f else "full_attention" for f in freq]
+            notes.append(f"{family.name}: layer types from {key[11:]} (1: minimax_m3_sparse)")
+    _only(types, ("full_attention", "minimax_m3_sparse"), family)
+    given = config_int(cfg.raw if isinstance(cfg, ConfigView) else cfg, "rotary_dim")
+    if given is not None:
+        notes.append(
+            f"{family.name}: rotary_dim {given} is not read by transformers 5.24 "
+            "(MiniMaxM3VLRotaryEmbedding rotates int(head_dim * partial_rotary_factor) "
+            "features, the spec's rotary width)"
+        )
+    return _plans(types)
+
+
+def _rule_qwen4_exp(family, cfg, n, notes):
+    """Qwen4-Exp: gated-DeltaNet linear-attention layers without RoPE, and attention layers with
+    the QSA indexer ("indexed_attention"; a file's "full_attention" is renamed to it). Without
+    ``layer_types`` every ``full_attention_interval``-th layer (4, the class's default)
+    attends."""
+    types = _given_types(
+        cfg, "layer_types", n, notes, first={"full_attention": "indexed_attention"}
+    )
+    if types is None:
+        raw = cfg.raw if isinstance(cfg, ConfigView) else cfg
+        interval = config_int(raw, "full_attention_interval") or 4
+        types = _pattern_types(n, interval, "indexed_attention", "linear_attention")
+        notes.append(
+            f"{family.name}: no layer_types: every {interval}th layer indexed attention, linear "
+            "attention elsewhere (Qwen4ExpTextConfig's default)"
+        )
+    _only(types, ("linear_attention", "indexed_attention"), family)
+    return _plans(types, [t == "indexed_attention" for t in types])
+
+
 def _int_key(key: str) -> int:
     try:
         return int(key)
@@ -1391,6 +1620,9 @@ _LAYER_RULE_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "linear_sliding_rope": _rule_linear_sliding_rope,
         "block_types": _rule_block_types,
         "attn_layer_indices": _rule_attn_layer_indices,
+        "dots3": _rule_dots3,
+        "minimax_m3": _rule_minimax_m3,
+        "qwen4_exp": _rule_qwen4_exp,
     }
 )
 LAYER_RULES = tuple(_LAYER_RULE_FUNCTIONS)
@@ -1432,13 +1664,20 @@ def _glm_indexer_types(cfg: Mapping, n: int, notes: list) -> list[str]:
 def _hy_v4_indexer_types(cfg: Mapping, n: int, notes: list) -> list[str]:
     """HYV4Config's indexer_types when the config omits them: layer 0 and every fourth layer
     from layer 1 run the indexer ("full"), the others reuse its top-k ("shared")."""
-    notes.append("hy_v4: no indexer_types: 'full' on layer 0 and every fourth from layer 1")
+    notes.append(
+        "no indexer_types: 'full' on layer 0 and every fourth from layer 1 (HYV4Config's and "
+        "HYV4VLTextConfig's default)"
+    )
     return ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(n)]
 
 
 # per (family, key), else per key: how a family's code derives a per-layer list the config omits
 _DERIVED_LAYER_LISTS: Mapping[str, Callable] = MappingProxyType(
-    {"indexer_types": _glm_indexer_types, "hy_v4:indexer_types": _hy_v4_indexer_types}
+    {
+        "indexer_types": _glm_indexer_types,
+        "hy_v4:indexer_types": _hy_v4_indexer_types,
+        "hy_v4_vl:indexer_types": _hy_v4_indexer_types,
+    }
 )
 
 

@@ -7,8 +7,13 @@ For each ``model_type`` of transformers' ``CONFIG_MAPPING_NAMES`` (a wrapper jud
 :func:`refimpl.rope_schedule` layer by layer: rotated width, pairing and output order, inverse
 frequencies (float64: transformers' own init function run with float64 arithmetic; where that
 fails, the float32 buffer within ``F32_INV_FREQ_RTOL``), attention scaling and which layers
-rotate. A type without a rotary module is read from its modeling source as learned absolute,
-sinusoidal, ALiBi, relative-bucket or no positions.
+rotate; the position row that drives each pair (one token at rows t, h, w = 1, 2, 3 through the
+module, against refimpl's M-RoPE layout); and, for a model with a sparse-attention indexer, the
+layers that hold one (the text model built on the meta device) and the rotation its indexer
+class applies (its rotation function run on a probe with the module's tables). A refusal that
+says the model cannot be built is checked by building it on the meta device. A type without a
+rotary module is read from its modeling source as learned absolute, sinusoidal, ALiBi,
+relative-bucket or no positions.
 
 Statuses: ``matched`` (refimpl's schedule equals transformers'), ``refused`` (refimpl raises
 ValueError and transformers does something a schedule does not express), ``wrongly_refused``
@@ -182,7 +187,9 @@ def jsonable(value):
 
 def fingerprint(schedule) -> str:
     """A digest of a schedule: per run of alike layers, its width, pairing, output order,
-    offset, base, attention scaling, frequencies (to 12 digits) and indexer width."""
+    offset, base, attention scaling, frequencies (to 12 digits), its indexer's head and
+    rotated width, offset, pairing and output order, and its M-RoPE layout and sections (the
+    last two only where a layer has them, so that other schedules keep their digest)."""
     runs = []
     for first, last, layer in schedule.runs():
         spec = layer.spec
@@ -190,21 +197,25 @@ def fingerprint(schedule) -> str:
             runs.append([first, last, None])
             continue
         inv = np.asarray(spec.inv_freq, dtype=np.float64)
-        runs.append(
-            [
-                first,
-                last,
-                spec.dim,
-                spec.rotary_dim,
-                spec.pairing,
-                spec.output_order,
-                spec.rotary_offset,
-                f"{spec.base:.12g}",
-                f"{float(spec.attention_scaling):.12g}",
-                [f"{v:.12g}" for v in inv],
-                None if layer.indexer is None else layer.indexer.rotary_dim,
-            ]
-        )
+        sub = layer.indexer
+        run = [
+            first,
+            last,
+            spec.dim,
+            spec.rotary_dim,
+            spec.pairing,
+            spec.output_order,
+            spec.rotary_offset,
+            f"{spec.base:.12g}",
+            f"{float(spec.attention_scaling):.12g}",
+            [f"{v:.12g}" for v in inv],
+            None
+            if sub is None
+            else [sub.rotary_dim, sub.dim, sub.rotary_offset, sub.pairing, sub.output_order],
+        ]
+        if spec.mrope_section is not None:
+            run.append([spec.mrope_layout, list(spec.mrope_section)])
+        runs.append(run)
     text = json.dumps(runs, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -521,7 +532,12 @@ def rope_layers(modeling, config, tables: dict, rot_cls=None) -> list | None:
             out.append(False)
             continue
         uses = True
-        attends = t is None or t == "hybrid" or ("attention" in t and not t.startswith("linear"))
+        attends = (
+            t is None
+            or t == "hybrid"
+            or ("attention" in t and not t.startswith("linear"))
+            or t.endswith("_sparse")  # MiniMax-M3's sparse attention layers
+        )
         if not attends and None in tables:
             uses = False  # conv, mamba, linear-attention layers (Zamba2's hybrid ones attend)
         if isinstance(no_rope, (list, tuple)) and len(no_rope) == n and "use_rope" in source:
@@ -663,6 +679,279 @@ def refusal(result: dict, got: str, true: bool, why: str) -> dict:
     return result
 
 
+# --------------------------------------------------------------------------- multi-axis rows
+
+# one token at (t, h, w) = (1, 2, 3): every angle p * inv_freq stays below pi (inv_freq <= 1),
+# so atan2 of the module's sin and cos (scale-free) over inv_freq gives the row each pair reads
+PROBE_ROWS = (1, 2, 3)
+# a pair's recovered position is an integer within float32 rounding of the angle (~1e-7)
+PROBE_ROW_TOLERANCE = 1e-3
+
+
+def _halves(table: np.ndarray, pairs: int) -> np.ndarray | None:
+    """The per-pair half of a module's cos or sin output (cat or repeat_interleave form)."""
+    if table.shape[-1] == pairs:
+        return table
+    if table.shape[-1] != 2 * pairs:
+        return None
+    if np.array_equal(table[..., :pairs], table[..., pairs:]):
+        return table[..., :pairs]
+    if np.array_equal(table[..., 0::2], table[..., 1::2]):
+        return table[..., 0::2]
+    return None
+
+
+def module_rows(module, key, inv: np.ndarray) -> tuple[int, np.ndarray] | str | None:
+    """``(rows, axis)``: the number of position rows transformers' rotary module combines
+    and, per rotated pair, the row (0-based) that drives it (-1 where the pair has no
+    frequency); None for a module that takes one row (given several it broadcasts them, or
+    refuses them); a string where its output cannot be read."""
+    import torch
+
+    params = inspect.signature(module.forward).parameters
+    kwargs = {"layer_type": key} if "layer_type" in params and key is not None else {}
+    for rows in (3, 2, 4):
+        ids = torch.tensor([[[p]] for p in (*PROBE_ROWS, 4)[:rows]])  # (rows, 1, 1)
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = module(torch.zeros(1, 1, 8), ids, **kwargs)
+        except Exception:
+            continue
+        cos, sin = (out.real, out.imag) if torch.is_tensor(out) else out
+        if tuple(cos.shape[:-1]) != (1, 1):
+            continue  # one row per position: the rows were broadcast, not combined
+        c = _halves(cos[0, 0].double().numpy(), inv.size)
+        s = _halves(sin[0, 0].double().numpy(), inv.size)
+        if c is None or s is None:
+            return f"its {rows}-row output of width {cos.shape[-1]} is not {inv.size} pairs"
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pos = np.arctan2(s, c) / inv
+        axis = np.full(inv.size, -1, dtype=np.int64)
+        live = inv > 0
+        near = np.rint(pos[live])
+        if np.any(np.abs(pos[live] - near) > PROBE_ROW_TOLERANCE) or not set(near) <= set(
+            range(1, rows + 1)
+        ):
+            return f"its {rows}-row output does not read one row per pair"
+        axis[live] = near.astype(np.int64) - 1
+        return rows, axis
+    return None
+
+
+def mrope_diffs(module, tables: dict, schedule, layers) -> list[str]:
+    """Differences in which position row drives each pair: transformers' module fed rows
+    (t, h, w) = (1, 2, 3) against refimpl's M-RoPE layout (all t for a plain spec)."""
+    from refimpl.multiaxis import mrope_axis_of_pair
+
+    module_keys = set(rotary_tables(module))
+    keys = layers if layers is not None else [next(iter(tables))] * len(schedule)
+    if len(schedule) == 1 and len(keys) != 1:
+        keys = keys[:1]
+    diffs, seen = [], set()
+    for layer, key in zip(schedule, keys, strict=False):
+        spec = layer.spec
+        if spec is None or key is False or key not in module_keys:
+            continue
+        memo = (key, spec.mrope_section, spec.mrope_layout, spec.rotary_dim)
+        if memo in seen:
+            continue
+        seen.add(memo)
+        got = module_rows(module, key, tables[key][0])
+        ours = (
+            np.zeros(spec.rotary_dim // 2, dtype=np.int64)
+            if spec.mrope_section is None
+            else mrope_axis_of_pair(spec.mrope_section, spec.mrope_layout)
+        )
+        where = f"layer {layer.index}"
+        if isinstance(got, str):
+            diffs.append(f"{where}: M-RoPE rows not read ({got})")
+        elif got is None:
+            if spec.mrope_section is not None:
+                diffs.append(
+                    f"{where}: refimpl reads M-RoPE sections {list(spec.mrope_section)}; "
+                    "transformers' rotary module takes one row of positions"
+                )
+        else:
+            rows, theirs = got
+            live = theirs >= 0
+            if rows == 3:
+                same = ours.shape == theirs.shape and np.array_equal(ours[live], theirs[live])
+            else:  # 2 or 4 rows: the pairs each row drives, up to the rows' names
+                parts = {frozenset(np.flatnonzero(live & (theirs == r))) for r in range(rows)}
+                mine = {frozenset(np.flatnonzero(live & (ours == r))) for r in range(4)}
+                same = ours.shape == theirs.shape and parts - {frozenset()} == mine - {frozenset()}
+            if not same:
+                layout = (
+                    "plain RoPE (every pair on t)"
+                    if spec.mrope_section is None
+                    else f"{spec.mrope_layout} {list(spec.mrope_section)}"
+                )
+                diffs.append(
+                    f"{where}: position rows per pair differ: refimpl {layout}, transformers "
+                    f"rows {''.join(str(a) if a >= 0 else '-' for a in theirs)}"
+                )
+    return diffs
+
+
+# --------------------------------------------------------------------------- the text model
+
+
+def text_model_class(modeling, config):
+    """The model class of ``config`` in its modeling file (its ``config_class``; the text model
+    of a wrapper's decoder), or None."""
+    fits = [
+        obj
+        for name, obj in vars(modeling).items()
+        if inspect.isclass(obj)
+        and name.endswith("Model")
+        and "PreTrained" not in name
+        and getattr(obj, "config_class", None) is type(config)
+    ]
+    fits.sort(key=lambda c: ("Text" not in c.__name__, len(c.__name__)))
+    return fits[0] if fits else None
+
+
+def build_on_meta(cls, config):
+    """``cls(config)`` on the meta device (no memory, no weights)."""
+    import torch
+
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(copy.deepcopy(config))
+
+
+def model_build_failure(modeling, config) -> str | None:
+    """Why transformers cannot build the model of ``config`` (None: it builds)."""
+    cls = text_model_class(modeling, config)
+    if cls is None:
+        return None
+    try:
+        build_on_meta(cls, config)
+    except Exception as exc:
+        return f"{cls.__name__}: {type(exc).__name__}: {exc}"[:300]
+    return None
+
+
+# --------------------------------------------------------------------------- indexers
+
+INDEXER_PROBE_LENGTH = 9  # positions 0..8 through the indexer's rotation function
+INDEXER_TOLERANCE = 1e-5  # float32 rotation of unit-size features at small angles
+
+
+def indexer_layers(modeling, config) -> list[bool] | str:
+    """Per layer, whether transformers' text model builds an indexer module there (built on
+    the meta device), or why that could not be told."""
+    cls = text_model_class(modeling, config)
+    if cls is None:
+        return "no text model class"
+    try:
+        model = build_on_meta(cls, config)
+    except Exception as exc:
+        return f"{cls.__name__} not built ({type(exc).__name__}: {str(exc)[:120]})"
+    layers = getattr(model, "layers", None)
+    if layers is None:
+        return f"{cls.__name__} has no layers"
+    return [any(type(m).__name__.endswith("Indexer") for m in layer.modules()) for layer in layers]
+
+
+def indexer_source(modeling) -> tuple[str, str] | None:
+    """``(class name, source)`` of the modeling file's text indexer class, or None."""
+    for name, obj in vars(modeling).items():
+        if inspect.isclass(obj) and name.endswith("Indexer"):
+            try:
+                return name, inspect.getsource(obj)
+            except (OSError, TypeError):
+                return None
+    return None
+
+
+def indexer_rotation(modeling, module, key, indexer) -> str | None:
+    """Run the rotation function the indexer class calls on a probe, with the module's own
+    cos/sin, and compare it with refimpl's indexer spec (None: equal). Where the class splits
+    its heads before the call, the split (leading or trailing rope slice) is read from its
+    source and the function gets the rotated slice only."""
+    import torch
+
+    found = indexer_source(modeling)
+    if found is None:
+        return "no indexer class in the modeling file"
+    name, src = found
+    calls = re.findall(r"(apply_rotary\w*)\(", src)
+    if not calls or not hasattr(modeling, calls[0]):
+        return f"{name} calls no rotation function the tool can run"
+    fn = getattr(modeling, calls[0])
+    split = re.search(r"(\w+)\s*,\s*(\w+)\s*=\s*torch\.split\(\s*q\s*,", src)
+    n = INDEXER_PROBE_LENGTH
+    params = inspect.signature(module.forward).parameters
+    kwargs = {"layer_type": key} if "layer_type" in params and key is not None else {}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cos, sin = module(torch.zeros(1, n, 8), torch.arange(n)[None], **kwargs)
+    rng = np.random.default_rng(0)
+    if split:
+        leading = "rot" in split.group(1) or "pe" in split.group(1).split("_")
+        if leading != (indexer.rotary_offset == 0):
+            return (
+                f"{name} rotates the {'leading' if leading else 'trailing'} slice, refimpl the "
+                f"{'leading' if indexer.rotary_offset == 0 else 'trailing'} one"
+            )
+        width = indexer.rotary_dim
+    else:
+        width = indexer.dim
+    x = rng.standard_normal((1, 1, n, width)).astype(np.float32)
+    q = torch.from_numpy(x)
+    names = list(inspect.signature(fn).parameters)
+    keys = {"cos": cos, "sin": sin} | ({names[1]: q.clone()} if names[1] in ("k", "key") else {})
+    with torch.no_grad():
+        out = fn(q, **keys)  # (q, k, cos, sin), or (x, cos, sin) as DeepSeek-V4's
+    got = (out[0] if isinstance(out, tuple) else out)[0, 0].double().numpy()
+    pos = np.arange(n)
+    if split:
+        full = np.zeros((n, indexer.dim), dtype=np.float32)
+        o = indexer.rotary_offset
+        full[:, o : o + width] = x[0, 0]
+        want = indexer.apply(full, pos)[:, o : o + width]
+    else:
+        want = indexer.apply(x[0, 0], pos)
+    err = float(np.max(np.abs(got - want)))
+    if err > INDEXER_TOLERANCE:
+        return (
+            f"{name}'s rotation ({calls[0]}) differs from refimpl's indexer "
+            f"({indexer.pairing}/{indexer.output_order}, {indexer.rotary_dim} of "
+            f"{indexer.dim} at offset {indexer.rotary_offset}) by {err:.3g}"
+        )
+    return None
+
+
+def indexer_diffs(modeling, text, module, tables: dict, schedule, layers) -> list[str]:
+    """Which layers have an indexer (refimpl's schedule against the model built on meta) and
+    its rotation (run once per distinct indexer spec)."""
+    ours = [layer.indexer is not None for layer in schedule]
+    if not any(ours) and indexer_source(modeling) is None:
+        return []
+    theirs = indexer_layers(modeling, text)
+    if isinstance(theirs, str):
+        return [f"indexer layers not compared: {theirs}"] if any(ours) else []
+    if len(schedule) == len(theirs) and ours != theirs:
+        bad = [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b]
+        return [
+            f"layers {bad[:8]}: indexer in {'refimpl' if ours[bad[0]] else 'transformers'} only"
+        ]
+    diffs, seen = [], set()
+    keys = layers if layers is not None else [None] * len(schedule)
+    for layer, key in zip(schedule, keys, strict=False):
+        if layer.indexer is None or layer.indexer.key() in seen:
+            continue
+        seen.add(layer.indexer.key())
+        if key is None and None not in tables:  # unmapped keys: the table the indexer uses
+            key = _closest(layer.indexer, tables)
+        why = indexer_rotation(modeling, module, key, layer.indexer)
+        if why:
+            diffs.append(f"layer {layer.index}: {why}")
+    return diffs
+
+
 def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     """Judge one config (a transformers config object and the dict refimpl reads)."""
     import refimpl.families as fam
@@ -775,9 +1064,15 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
                 if "floors" in broken
                 else f"its own rotary module fails on this config ({broken})"
             )
+        elif not (tower or documented) and "cannot be built on this config" in got:
+            # refimpl says the model cannot be built: build it (on meta) to see
+            broken = model_build_failure(modeling, text)
+            if broken:
+                result["transformers"] = f"its model cannot be built on this config ({broken})"
         why = f"transformers builds {rot_cls.__name__} for the decoder"
         return refusal(result, got, bool(tower or documented or broken), why)
-    tables = rotary_tables(build_rotary(rot_cls, text, float64=False))
+    module = build_rotary(rot_cls, text, float64=False)
+    tables = rotary_tables(module)
     try:
         t64 = rotary_tables(build_rotary(rot_cls, text, float64=True))
     except Exception as exc:
@@ -796,6 +1091,9 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
         return result
     layers = rope_layers(modeling, text, tables, rot_cls)
     diffs, agreement = compare(got, tables, layers, pairing_of(modeling, text))
+    if not diffs:
+        diffs += mrope_diffs(module, tables, got, layers)
+        diffs += indexer_diffs(modeling, text, module, tables, got, layers)
     return verdict(result, got, diffs, agreement)
 
 

@@ -74,22 +74,11 @@ def test_table_is_current():
     )
 
 
-#: Types refimpl refuses although transformers does something a schedule could express: each
-#: combines a multi-axis or per-layer-type rope with a sparse-attention indexer (and, for Qwen4,
-#: linear-attention layers) that no family record reads yet. refimpl refuses them (never a
-#: guess); they are open work, listed here so that the list can only shrink knowingly: the test
-#: fails when a type opens that is not listed, when a listed type is closed (remove it here),
-#: and when any open type is silent or failed.
-KNOWN_OPEN = {
-    "dots3_note": "multi-axis rope and a sparse-attention indexer",
-    "dots3_note_text": "multi-axis rope and a sparse-attention indexer",
-    "hy_v4_vl": "HY V4's indexer with an interleaved multi-axis rope",
-    "hy_v4_vl_text": "HY V4's indexer with an interleaved multi-axis rope",
-    "minimax_m3_vl": "multi-axis rope and a sparse-attention indexer",
-    "minimax_m3_vl_text": "multi-axis rope and a sparse-attention indexer",
-    "qwen4_exp": "per-layer-type ropes, an indexer and linear-attention layers",
-    "qwen4_exp_text": "per-layer-type ropes, an indexer and linear-attention layers",
-}
+#: Types refimpl refuses although transformers does something a schedule could express: open
+#: work, listed here with why so that the list can only change knowingly. It is empty: every
+#: type is matched or truly refused. The test fails when a type opens that is not listed, when a
+#: listed type is closed (remove it here), and when any open type is silent or failed.
+KNOWN_OPEN: dict[str, str] = {}
 
 
 def test_every_type_is_matched_or_truly_refused():
@@ -165,3 +154,28 @@ def test_fingerprint_sees_a_change():
 @pytest.mark.parametrize("status", ["matched", "refused"])
 def test_each_status_is_present(status):
     assert any(v["status"] == status for v in TABLE["types"].values())
+
+
+def test_fingerprint_sees_m_rope_sections_and_the_indexer():
+    """The table pins an M-RoPE layout and an indexer's rotation: another section layout or an
+    indexer with another pairing, slice or width has another fingerprint."""
+    cfg = _config("hy_v4_vl_text", "class defaults")
+    before = TOOL.fingerprint(refimpl.rope_schedule(cfg))
+    assert before == TABLE["types"]["hy_v4_vl_text"]["checks"]["class defaults"]
+    other = dict(cfg, rope_parameters=dict(cfg["rope_parameters"], mrope_section=[10, 11, 11]))
+    assert TOOL.fingerprint(refimpl.rope_schedule(other)) != before
+    fewer = dict(cfg, index_head_dim=96)  # the indexer's trailing slice moves
+    assert TOOL.fingerprint(refimpl.rope_schedule(fewer)) != before
+    shared = dict(
+        cfg, indexer_types=["shared" if t == "full" else "full" for t in cfg["indexer_types"]]
+    )
+    assert TOOL.fingerprint(refimpl.rope_schedule(shared)) != before
+
+
+def test_qwen4_exp_is_refused_because_its_attention_cannot_be_built():
+    entry = TABLE["types"]["qwen4_exp_text"]
+    assert entry["status"] == "refused"
+    assert "cannot be built on this config" in entry["reason"]
+    assert entry["transformers"].startswith("its model cannot be built on this config")
+    # the hand-made config with the indexer's keys set is matched
+    assert entry["checks"]["qwen4-exp-text.handmade.json"] != "refused"

@@ -71,6 +71,8 @@ class Family:
     other_decoder: tuple = ()
     linear_attention: str = ""  # the attention class of linear layers (MiniMax's lightning)
     attention_from_layer: bool = False  # the decoder layer passes the attention its head counts
+    slot_positions: bool = False  # the indexer takes position_ids as cache slots (MiniMax-M3)
+    block_keys: bool = False  # the indexer rotates pooled key blocks at their first position
 
 
 FAMILIES = {
@@ -273,6 +275,38 @@ FAMILIES = {
         ("apply_rotary_pos_emb_interleave",),
         causal_mask=True,
     ),
+    "hy_v4_vl_text": Family(
+        "hy_v4_vl",
+        "HYV4VLTextConfig",
+        "HYV4VLRotaryEmbedding",
+        "HYV4VLAttention",
+        causal_mask=True,
+    ),
+    "dots3_note_text": Family(
+        "dots3_note",
+        "Dots3NoteTextConfig",
+        "Dots3NoteTextRotaryEmbedding",
+        "Dots3NoteTextAttention",
+        ("apply_rotary_pos_emb_interleave",),
+        per_layer_type=True,
+        causal_mask=True,
+    ),
+    "minimax_m3_vl_text": Family(
+        "minimax_m3_vl",
+        "MiniMaxM3VLTextConfig",
+        "MiniMaxM3VLRotaryEmbedding",
+        "MiniMaxM3VLAttention",
+        causal_mask=True,
+        slot_positions=True,
+    ),
+    "qwen4_exp_text": Family(
+        "qwen4_exp",
+        "Qwen4ExpTextConfig",
+        "Qwen4ExpTextRotaryEmbedding",
+        "Qwen4ExpTextAttention",
+        causal_mask=True,
+        block_keys=True,
+    ),
     "kimi_linear": Family(  # no rotary module at all: every layer is NoPE
         "kimi_linear", "KimiLinearConfig", "", "KimiLinearMLAAttention", ()
     ),
@@ -385,6 +419,10 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("openai-privacy-filter.transformers-defaults.json", "full_attention"): [6, 10],
     ("apertus1p5-text.transformers-defaults.json", "full_attention"): [34, 55],
     ("minimax.transformers-defaults.json", "full_attention"): [37],
+    ("dots3-note-text.legacy.handmade.json", "indexed_attention"): [20],
+    ("dots3-note-text.transformers-defaults.json", "indexed_attention"): [20],
+    ("dots3-note-text.transformers-defaults.json", "sliding_attention"): [5],
+    ("minimax-m3-vl-text.transformers-defaults.json", "full_attention"): [19],
 }
 
 
@@ -586,6 +624,8 @@ def _small_overrides(name: str) -> dict:
     """Narrow projections and few experts, same head widths and rope fields (read from the
     config as transformers builds it, class defaults included)."""
     cfg, fam = _hf_config(name)
+    if getattr(cfg, "is_heterogeneous", False):  # Dots3's per_layer_config: its global values
+        cfg.allow_global_per_layer_attribute_access = True
     text = _text(_load(name))
     heads = getattr(cfg, "num_attention_heads", None) or cfg.n_head
     width = getattr(cfg, "hidden_size", None) or cfg.n_embd
@@ -615,10 +655,24 @@ def _small_overrides(name: str) -> dict:
     for key in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
         if getattr(cfg, key, None):
             out[key] = 16
+    if fam.module == "qwen4_exp":  # its config class checks top-k against the expert count
+        out["num_experts_per_tok"] = 1
+    if fam.module == "dots3_note":  # MLA keys and values per query head, per layer type too
+        small = {"num_attention_heads": 2, "num_key_value_heads": 2}
+        small |= {"q_lora_rank": 32, "kv_lora_rank": 32}
+        out["num_key_value_heads"] = 2
+        if "per_layer_config" in text:
+            out["per_layer_config"] = {
+                k: {**v, **small} for k, v in text["per_layer_config"].items()
+            }
+        else:  # the class builds the sliding layers' overrides from the swa_* keys
+            out |= {f"swa_{k}": v for k, v in small.items()}
     return out
 
 
 MLA_MODULES = (
+    "hy_v4_vl",
+    "dots3_note",
     "deepseek_v2",
     "deepseek_v3",
     "deepseek_v32",
@@ -790,7 +844,7 @@ def test_attention_layer_rotation_nope_and_scaling(name, index):
             "DeepSeek-V4's attention runs its compressor with a cache and compressed "
             "positions; its rotary module is compared per rope key by the table tests"
         )
-    spread = min(SPREAD, _max_position(name) // SEQ_ATTENTION)
+    spread = 1 if fam.slot_positions else min(SPREAD, _max_position(name) // SEQ_ATTENTION)
     pos = np.arange(SEQ_ATTENTION, dtype=np.int64) * spread
     rec = _run_layer(name, index, pos)
     if rec is None:  # the model builds no attention here (linear attention): no rope
@@ -810,6 +864,8 @@ def test_attention_layer_rotation_nope_and_scaling(name, index):
         assert indexed == (layer.indexer is not None), f"{name} layer {index}: indexer {callers}"
         for caller, pairs in rec.calls:
             spec = layer.indexer if caller.endswith("Indexer") else layer.spec
+            if fam.block_keys and caller.endswith("Indexer") and n not in pairs[0][0].shape:
+                continue  # pooled key blocks at their first positions: not tabulated
             for before, after in pairs:
                 axis = list(before.shape).index(n)  # (B, H, S, D) or (B, S, H, D)
                 x = np.moveaxis(before.numpy(), axis, -2)
@@ -826,12 +882,15 @@ def test_attention_layer_rotation_nope_and_scaling(name, index):
     _, _, scaling = rec.attention[0]
     qs = layer.query_scaling
     softmax = 1.0 if qs is None else qs.softmax_scale
-    assert scaling == pytest.approx(softmax * _base_softmax_scale(name), rel=1e-12), name
+    assert scaling == pytest.approx(softmax * _base_softmax_scale(name, index), rel=1e-12), name
 
 
-def _base_softmax_scale(name: str) -> float:
+def _base_softmax_scale(name: str, index: int = 0) -> float:
     """The family's softmax scale before any rope-related factor (1/sqrt of the q.k width)."""
     cfg, fam = _hf_config(name)
+    if fam.module == "dots3_note":  # MLA widths per layer (per_layer_config)
+        layer = cfg.per_layer_config[index]
+        return (layer.qk_nope_head_dim + layer.qk_rope_head_dim) ** -0.5
     if fam.module == "gemma4":  # queries and keys are RMS-normalised: scale 1
         return 1.0
     if fam.module == "openai_privacy_filter":  # q and k each times head_dim**-0.25, then 1

@@ -81,6 +81,10 @@ DEFAULTS = {
     "hyperclovax": "HyperCLOVAXConfig",
     "minimax": "MiniMaxConfig",
     "olmo-hybrid": "OlmoHybridConfig",
+    "hy-v4-vl-text": "HYV4VLTextConfig",
+    "dots3-note-text": "Dots3NoteTextConfig",
+    "minimax-m3-vl-text": "MiniMaxM3VLTextConfig",
+    "qwen4-exp-text": "Qwen4ExpTextConfig",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
@@ -167,6 +171,21 @@ HANDMADE = {
         "mlp_layer_types": ["dense"] * 3 + ["sparse"] * 5,
     },
     "zamba2": {"use_mem_rope": True},
+    "qwen4-exp-text": {  # the QSA indexer's keys, which the class leaves null, and a rope block
+        # shaped like Qwen3.5's (a quarter of each head rotates); not released values
+        "indexer_n_heads": 4,
+        "indexer_kv_heads": 1,
+        "indexer_head_dim": 128,
+        "indexer_budget": 2048,
+        "indexer_compress_ratio": 4,
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000000.0,
+            "partial_rotary_factor": 0.25,
+            "mrope_section": [11, 11, 10],
+            "mrope_interleaved": True,
+        },
+    },
 }
 
 # 4.x-form files written by hand (the released keys of the model, the class defaults left out)
@@ -224,6 +243,51 @@ HANDMADE_4X = {
             "original_max_position_embeddings": 262144,
         },
     },
+    "hy-v4-vl.yarn": {
+        "model_type": "hy_v4_vl",
+        "text_config": {
+            "model_type": "hy_v4_vl_text",
+            "num_hidden_layers": 6,
+            "indexer_types": ["full", "shared", "full", "shared", "shared", "full"],
+            "rope_parameters": {
+                "rope_type": "yarn",
+                "rope_theta": 10000.0,
+                "factor": 4.0,
+                "original_max_position_embeddings": 65536,
+                "mscale_all_dim": 1.0,
+                "mrope_section": [12, 10, 10],
+            },
+        },
+    },
+    "dots3-note-text.legacy": {
+        "model_type": "dots3_note_text",
+        "num_hidden_layers": 8,
+        "use_dsa": True,
+        "layer_types": ["full_attention"] * 2
+        + ["sliding_attention"] * 3
+        + ["full_attention"]
+        + ["sliding_attention"] * 2,
+        "rope_theta": 80000000.0,
+        "swa_rope_theta": 100000.0,
+        "swa_head_dim": 256,
+        "swa_qk_nope_head_dim": 224,
+        "swa_qk_rope_head_dim": 32,
+    },
+    "minimax-m3-vl-text.sparse": {
+        "model_type": "minimax_m3_vl_text",
+        "num_hidden_layers": 6,
+        "head_dim": 128,
+        "rotary_dim": 64,
+        "rope_theta": 5000000.0,
+        "partial_rotary_factor": 0.5,
+        "sparse_attention_config": {
+            "sparse_attention_freq": [0, 0, 1, 1, 1, 1],
+            "sparse_index_dim": 128,
+            "sparse_num_index_heads": 4,
+            "sparse_block_size": 128,
+            "sparse_topk_blocks": 16,
+        },
+    },
     "gemma3-4b.diff-style": {
         "model_type": "gemma3",
         "text_config": {
@@ -245,10 +309,10 @@ def _write(name: str, cfg: dict) -> None:
     path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf8")
 
 
-# class defaults that transformers' own rotary module cannot run (GLM-4V's and GLM-Image's
-# default M-RoPE sections [8, 12, 12] need the half-width rotary slice, which the defaults do
-# not set)
-NOT_RUNNABLE = {"glm4v-text", "glm-image-text"}
+# class defaults that transformers cannot run (GLM-4V's and GLM-Image's default M-RoPE sections
+# [8, 12, 12] need the half-width rotary slice, which the defaults do not set; Qwen4-Exp's
+# attention builds its QSA indexer from keys the class leaves null)
+NOT_RUNNABLE = {"glm4v-text", "glm-image-text", "qwen4-exp-text"}
 
 
 def main() -> None:
