@@ -480,6 +480,105 @@ def plot_head_maps(
     return fig
 
 
+# --- Real models, layer by layer (MLA) ----------------------------------------------------------
+
+_MLA_ROPE = {"facecolor": "tab:orange", "alpha": 0.85}
+_MLA_SHARED_ROPE = {"facecolor": "#d95f02", "alpha": 0.85}
+_MLA_NOPE = {"facecolor": "0.85"}
+_MLA_VALUE = {"facecolor": "#c6dbef"}
+_MLA_FONT = 10
+
+
+def plot_mla_head_split(
+    *, nope: int, rope: int, value: int, kv_rank: int, n_heads: int, pairs, order
+):
+    """One MLA attention head drawn to scale (features along x): the query, the keys of all
+    heads and the value, each split into the part without position and the rotated rope part.
+
+    Parameters
+    ----------
+    nope, rope, value : int
+        ``qk_nope_head_dim``, ``qk_rope_head_dim`` and ``v_head_dim`` of the config.
+    kv_rank : int
+        ``kv_lora_rank``: the width of the compressed latent that the keys' nope parts and the
+        values are projected from.
+    n_heads : int
+        ``num_attention_heads``: how many heads share the key's rope part.
+    pairs, order : str
+        Which features the rotation pairs and in which order it writes them back (one line
+        each), noted beside the query's rope part.
+    """
+    fig, ax = plt.subplots(figsize=(7.0, 4.0), constrained_layout=True)
+    ax.set_axis_off()
+    width = nope + rope
+    gap = 0.06 * width  # between the boxes and the notes, and the labels and the boxes
+    notes_x = width + gap
+    row_h, key_h = 0.62, 0.5
+
+    def box(x0, x1, y, text, style, height=row_h):
+        ax.add_patch(
+            plt.Rectangle((x0, y - height / 2), x1 - x0, height, edgecolor="black", lw=1.0, **style)
+        )
+        if text:
+            ax.text((x0 + x1) / 2, y, text, ha="center", va="center", fontsize=_MLA_FONT)
+
+    def text(x, y, words, **kw):
+        ax.text(x, y, words, **{"va": "center", "fontsize": _MLA_FONT, **kw})
+
+    # the widths, from the config
+    y_dim = 6.1
+    for x0, x1, words in ((0, nope, f"qk_nope_head_dim = {nope}"),
+                          (nope, width, f"qk_rope_head_dim\n= {rope}")):  # fmt: skip
+        ax.annotate(
+            "", xy=(x0, y_dim), xytext=(x1, y_dim), arrowprops={"arrowstyle": "<->", "lw": 0.8}
+        )
+        text((x0 + x1) / 2, y_dim + 0.12, words, ha="center", va="bottom")
+    # query of head h: own nope part, own rope part
+    y_q = 5.2
+    text(-gap, y_q, "query, head h", ha="right")
+    box(0, nope, y_q, "no position", _MLA_NOPE)
+    box(nope, width, y_q, "rotated", _MLA_ROPE)
+    text(notes_x, y_q, f"rotated: {pairs}\n{order}", ha="left")
+    # keys of heads 0, 1, ..., H-1: own nope parts, one rope part (k_pe) for all of them
+    key_rows = (3.95, 3.25, 2.05)
+    names = ("key, head 0", "key, head 1", f"key, head {n_heads - 1}")
+    for y, name in zip(key_rows, names, strict=True):
+        text(-gap, y, name, ha="right")
+        box(0, nope, y, "own per head, no position", _MLA_NOPE, height=key_h)
+    text(-gap, 2.65, "...", ha="right")
+    text(nope / 2, 2.65, "...", ha="center")
+    top, bottom = key_rows[0] + key_h / 2, key_rows[-1] - key_h / 2
+    box(nope, width, (top + bottom) / 2, "k_pe\nshared,\nrotated", _MLA_SHARED_ROPE,
+        height=top - bottom)  # fmt: skip
+    text(
+        notes_x,
+        (top + bottom) / 2,
+        f"one rope key k_pe for all {n_heads}\nheads, split off the compressed\nkv projection "
+        "beside the latent",
+        ha="left",
+    )
+    # value of head h
+    y_v = 0.75
+    text(-gap, y_v, "value, head h", ha="right")
+    box(0, value, y_v, f"v_head_dim = {value}", _MLA_VALUE)
+    text(
+        notes_x,
+        y_v + 0.1,
+        f"keys' nope parts and values:\nup-projected from the latent\n(kv_lora_rank = {kv_rank})",
+        ha="left",
+    )
+    text(
+        0.82 * width,
+        -0.25,
+        r"score of head h $= q_{\mathrm{nope}} \cdot k_{\mathrm{nope}} + (R_m\, q_{\mathrm{rope}})"
+        r" \cdot (R_n\, k_{\mathrm{pe}})$: only the rope term sees $n - m$",
+        ha="center",
+    )
+    ax.set_xlim(-0.36 * width, 2.0 * width)
+    ax.set_ylim(-0.6, 6.9)
+    return fig
+
+
 # --------------------------------------------------------------------------- numerics part
 NUMERICS_COLORS = {
     "accurate": "black",

@@ -1,6 +1,9 @@
 """Graders for the book's numerical exercises: each compares a reader's answer with the
 reference and returns a :class:`Grade` that passes, or says what the answer most likely did
-wrong (the hint is chosen by recomputing the answer under each typical mistake).
+wrong (the hint is chosen by recomputing the answer under each typical mistake). A failing
+hint never states the reference value: where no typical mistake fits, it says where the answer
+first differs, what it got there and how it misses (its sign, or too large or too small by a
+rounded factor or percentage).
 
 Which grader to call from a page:
 
@@ -35,6 +38,7 @@ a child process too.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 from collections.abc import Callable
 
@@ -53,7 +57,7 @@ from ._checks import (
 from .absolute import sinusoidal
 from .check import check_rope
 from .numerics import round_to
-from .rotary import apply_rope
+from .rotary import apply_rope, cos_sin
 from .rotary import inv_freq as _inv_freq
 
 __all__ = [
@@ -170,14 +174,43 @@ def _grade(answer, reference, mistakes, *, rtol, atol, what: str) -> Grade:
             return Grade(False, hint, err)
     bad = np.argwhere(np.abs(a - reference) > atol + rtol * np.abs(reference))[0]
     idx = tuple(int(i) for i in bad)
+    off = _how_far(a[idx], reference[idx])
     if not idx:
-        return Grade(False, f"{what} is {a[()]:.8g}; the reference is {reference[()]:.8g}.", err)
+        return Grade(False, f"{what} is {a[()]:.8g}: {off}.", err)
     return Grade(
         False,
-        f"{what} differs from the reference first at index {idx}: got {a[idx]:.8g}, expected "
-        f"{reference[idx]:.8g} (max error {err:.2g}).",
+        f"{what} differs from the reference first at index {idx}: got {a[idx]:.8g} ({off}).",
         err,
     )
+
+
+def _how_far(got: float, want: float) -> str:
+    """How a wrong number misses the reference, in words that do not give the reference away:
+    its sign, or the direction and a rounded ratio ("too small by a factor of about 8")."""
+    if want == 0.0:
+        return "too large" if got > 0 else "too small"
+    if got == 0.0:
+        return "it should not be 0"
+    if (got > 0) != (want > 0):
+        return "its sign is wrong"
+    ratio = got / want
+    word = "too large" if ratio > 1 else "too small"
+    ratio = max(ratio, 1.0 / ratio)
+    if ratio >= _RATIO_IN_WORDS:
+        return f"{word} by a factor of about {ratio:.2g}"
+    return f"{word} by about {_relative(ratio - 1.0)}"
+
+
+#: From this ratio on, a miss is said as a factor ("about 8"), below it as a percentage.
+_RATIO_IN_WORDS = 1.5
+
+
+def _relative(rel: float) -> str:
+    """A relative miss rounded to one significant digit: a percentage ("0.3%") down to 0.01%,
+    a power of ten below ("1 part in 1e+07")."""
+    if rel >= 1e-4:
+        return f"{float(f'{100 * rel:.1g}'):g}%"
+    return f"1 part in {float(f'{1 / rel:.0e}'):.0e}"
 
 
 def grade_inv_freq(answer, *, dim: int, base: float = 10000.0, rtol: float = DEFAULT_RTOL):
@@ -293,7 +326,8 @@ def grade_sinusoidal(
     -------
     Grade
         Passes, or names the mistake: sin and cos swapped, halves concatenated instead of
-        interleaved, exponent ``i/d``, positions from 1, transposed, or wrong base.
+        interleaved, exponent ``i/d`` or ``2i/(d/2)``, positions from 1, transposed, the
+        tensor2tensor timing signal.
 
     Notes
     -----
@@ -319,6 +353,9 @@ def grade_sinusoidal(
     w_d = b ** (-np.arange(d // 2) / d)
     over_d = np.empty_like(ref)
     over_d[:, 0::2], over_d[:, 1::2] = np.sin(p * w_d), np.cos(p * w_d)
+    w_half = b ** (-2.0 * np.arange(d // 2) / (d / 2))  # d/2 pairs taken for the width d
+    over_half = np.empty_like(ref)
+    over_half[:, 0::2], over_half[:, 1::2] = np.sin(p * w_half), np.cos(p * w_half)
     mistakes = [
         (swapped, "sin and cos are swapped: PE[p, 2i] = sin(p w_i) and PE[p, 2i+1] = cos(p w_i)."),
         (
@@ -327,6 +364,12 @@ def grade_sinusoidal(
             "them (sin in even columns, cos in odd columns).",
         ),
         (over_d, "The exponent is i/d instead of 2i/d (w_i = base**(-2i/d))."),
+        (
+            over_half,
+            "The exponent is 2i/(d/2) = 4i/d: d in w_i = base**(-2i/d) is the width of the "
+            f"table (d = {d} columns), not the number of pairs (d/2 = {d // 2}), so your "
+            "frequencies fall twice as fast as they should. Use np.arange(0, d, 2) / d.",
+        ),
         (
             sinusoidal(np.arange(1, n + 1), d, base=b),
             "Positions start at 1; the first row is position 0 (all sines 0, all cosines 1).",
@@ -441,7 +484,8 @@ def grade_apply_rope(
     Returns
     -------
     Grade
-        Passes when the checker's verdict does; otherwise the hint is the checker's first
+        Passes when the checker's verdict does; otherwise the hint names rotate_half without
+        its minus sign (``x * C + swap(x) * S``, found on a probe) or is the checker's first
         finding. ``max_error`` is the report's. A ``fn`` that raises fails with its
         exception's message; one that overwrites its input ``x`` in place fails with that
         finding (callers keep using their q and k after RoPE).
@@ -484,15 +528,58 @@ def grade_apply_rope(
             if box.error is None:
                 raise  # the grader's own arguments, not the reader's function
             rep = None
+        failure = box.fatal or (box.error if rep is None else None)
+        form = None
+        if failure is None and not box.mutated and not rep.ok:
+            form = _unsigned_swap_hint(_Proxy(box), d, b, pairing, rotary_dim)
     _show_output(box)
-    failure = box.fatal or (box.error if rep is None else None)
     if failure is not None:
         return Grade(False, _answer_hint("fn(x, positions)", failure, _CALL_NOTE), _INF)
     if box.mutated:
         return Grade(False, _MUTATION_HINT, rep.max_error)
     if rep.ok:
         return Grade(True, "Correct: " + rep.findings[0], rep.max_error)
-    return Grade(False, rep.findings[0], rep.max_error)
+    return Grade(False, form or rep.findings[0], rep.max_error)
+
+
+def _unsigned_swap_hint(fn, d: int, base: float, pairing: str, rotary_dim) -> str | None:
+    """The hint for ``x * C + swap(x) * S`` (rotate_half without its minus sign), when ``fn``
+    computes that on a probe; None when it does not, or fails on the probe.
+
+    Each pair then gets the symmetric matrix [[cos, sin], [sin, cos]], which is no rotation
+    (it does not keep norms), so the checker can only say that the pair blocks are not
+    rotations; the minus sign is the usual cause.
+    """
+    r = d if rotary_dim is None else rotary_dim
+    x = np.random.default_rng(_PROBE_SEED).standard_normal((_PROBE_LEN, d))
+    pos = np.arange(_PROBE_LEN, dtype=np.float64) * 3.0 + 1.0
+    cos, sin = cos_sin(pos, dim=r, base=base)
+    if pairing == "half":
+        first, second = slice(0, r // 2), slice(r // 2, r)
+    else:
+        first, second = slice(0, r, 2), slice(1, r, 2)
+    want = x.copy()
+    want[:, first] = x[:, first] * cos + x[:, second] * sin
+    want[:, second] = x[:, second] * cos + x[:, first] * sin
+    try:
+        got = fn(x.copy(), pos)
+    except _sandbox.AnswerFailed:
+        return None
+    if not np.allclose(got, want, rtol=DEFAULT_RTOL, atol=DEFAULT_RTOL):
+        return None
+    if pairing == "half":  # x1, x2: the two halves
+        swap = "rotate_half(x) = cat(x2, x1) instead of cat(-x2, x1)"
+    else:  # x1, x2: the even and the odd features
+        swap = "each pair swapped as (x2, x1) instead of (-x2, x1)"
+    return (
+        f"The minus sign is missing: {swap}, so the first member of each pair gets "
+        "x1*cos + x2*sin. That is the matrix [[cos, sin], [sin, cos]], not a rotation (it "
+        "changes norms). Put the minus back: y1 = x1*cos - x2*sin, y2 = x2*cos + x1*sin."
+    )
+
+
+#: The probe of :func:`_unsigned_swap_hint`: positions 1, 4, 7, ... on seeded random features.
+_PROBE_SEED, _PROBE_LEN = 29, 6
 
 
 _INF = float("inf")
@@ -601,7 +688,7 @@ def grade_yarn_inv_freq(
     Grade
         Passes, or names the mistake: no scaling, plain interpolation (all divided by the
         factor), multiplied by the factor, beta_fast and beta_slow swapped, the paper's ramp,
-        untruncated bounds.
+        untruncated bounds, the ramp reversed (the fast pairs divided), a bound one pair off.
 
     Notes
     -----
@@ -655,7 +742,132 @@ def grade_yarn_inv_freq(
         except (TypeError, ValueError):
             continue  # a variant this version of the scaling module does not compute
         mistakes.append((np.asarray(alt), hint))
+    mistakes += _yarn_ramp_mistakes(
+        dim=dim,
+        base=base,
+        factor=factor,
+        original_max_position=original_max_position,
+        beta_fast=beta_fast,
+        beta_slow=beta_slow,
+    )
     return _grade(answer, ref, mistakes, rtol=rtol, atol=0.0, what="the YaRN inv_freq")
+
+
+def _yarn_ramp_mistakes(
+    *,
+    dim,
+    base,
+    factor,
+    original_max_position,
+    beta_fast=32.0,
+    beta_slow=1.0,
+    truncate=None,
+    ramp="transformers",
+    **_,
+) -> list:
+    """(frequencies, hint) of YaRN's ramp gone wrong: reversed (the fast pairs divided), or
+    its truncated bounds one pair off (either bound, or both, by one either way). None for
+    the paper's ramp or untruncated bounds, whose ramps have no whole-pair bounds."""
+    from .scaling import yarn_correction_range
+
+    if ramp != "transformers" or truncate is False:
+        return []
+
+    d, b = check_dim(dim), check_base(base)
+    low, high = yarn_correction_range(
+        dim=d,
+        base=b,
+        original_max_position=original_max_position,
+        beta_fast=beta_fast,
+        beta_slow=beta_slow,
+    )
+    theta = _inv_freq(d, b)
+    j = np.arange(d // 2, dtype=np.float64)
+
+    def blend(w):  # [eq:yarn-inv-freq] with the ramp w
+        return theta / factor * w + theta * (1.0 - w)
+
+    def ramp(lo, hi):  # [eq:yarn-ramp-transformers]
+        return np.clip((j - lo) / (hi - lo), 0.0, 1.0)
+
+    mistakes = []
+    if high > low:
+        mistakes.append(
+            (
+                blend(1.0 - ramp(low, high)),
+                "The ramp is reversed: your fast pairs (low index, more than beta_fast turns "
+                "over the original context) are divided by the factor and your slow pairs are "
+                "kept. YaRN keeps the fast pairs and divides the slow ones: the weight of "
+                "theta_i / s, (j - low) / (high - low) clipped to [0, 1], grows with the pair "
+                "index j.",
+            )
+        )
+    for d_lo, d_hi in ((1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1), (1, -1), (-1, 1)):
+        lo, hi = low + d_lo, high + d_hi
+        if hi <= lo or lo < 0 or hi > d - 1:
+            continue
+        if d_lo == d_hi:
+            which = f"both bounds are one pair too {_HIGH_LOW[d_lo]}"
+        else:
+            which = " and ".join(
+                f"the {name} bound is one pair too {_HIGH_LOW[delta]}"
+                for name, delta in (("low", d_lo), ("high", d_hi))
+                if delta
+            )
+        mistakes.append(
+            (
+                blend(ramp(lo, hi)),
+                f"The ramp's bounds are off by one: {which}. The ramp runs over the pair index "
+                "j = 0 .. d/2-1 (from 0) between floor(low) and ceil(high) of the correction "
+                "range, yarn_correction_range(...) with truncate=True.",
+            )
+        )
+    return mistakes
+
+
+_HIGH_LOW = {1: "high", -1: "low"}
+
+
+def _llama3_mistakes(
+    *, dim, base, factor, original_max_position, low_freq_factor=1.0, high_freq_factor=4.0, **_
+) -> list:
+    """(frequencies, hint) of Llama 3's bands gone wrong: the two factors swapped (the blend
+    runs the wrong way, the fast pairs divided) and the turns taken as L*theta, without the
+    2 pi of the wavelength."""
+    d, b = check_dim(dim), check_base(base)
+    lf, hf = float(low_freq_factor), float(high_freq_factor)
+    theta = _inv_freq(d, b)
+    L = float(original_max_position)
+
+    def bands(r):  # [eq:llama3-bands], [eq:llama3-smooth] with the turns r
+        g = (r > lf).astype(np.float64) if hf == lf else np.clip((r - lf) / (hf - lf), 0, 1)
+        return (1.0 - g) * theta / factor + g * theta
+
+    mistakes = [
+        (
+            bands(L * theta),
+            "The turns are L*theta, without the 2 pi: a pair turns L / lambda = L*theta / (2 pi) "
+            "times over L tokens (wavelength lambda = 2 pi / theta). Without the 2 pi every "
+            "pair looks 2 pi times faster, so too few pairs are divided by the factor.",
+        )
+    ]
+    if hf != lf:
+        g = np.clip((hf - L * theta / (2 * np.pi)) / (hf - lf), 0.0, 1.0)
+        mistakes.append(
+            (
+                (1.0 - g) * theta / factor + g * theta,
+                "low_freq_factor and high_freq_factor are swapped: your fast pairs are divided by "
+                "the factor and your slow ones kept. Llama 3 keeps the pairs that turn more than "
+                "high_freq_factor times over L tokens, divides those that turn fewer than "
+                "low_freq_factor times, and blends between with a weight of theta_i that grows "
+                "with the turns.",
+            )
+        )
+    return mistakes
+
+
+#: Mistakes particular to a scaling method, for :func:`grade_scaled_inv_freq`.
+_METHOD_MISTAKES = {"llama3": _llama3_mistakes, "yarn": _yarn_ramp_mistakes}
 
 
 def grade_scaled_inv_freq(
@@ -678,8 +890,10 @@ def grade_scaled_inv_freq(
     -------
     Grade
         Passes, or names the mistake: unscaled frequencies, every frequency divided (or
-        multiplied) by the factor, or the frequencies of another scaling method with the same
-        parameters.
+        multiplied) by the factor, the frequencies of another scaling method with the same
+        parameters; for ``"llama3"`` also the two band factors swapped and the turns taken
+        as ``L * theta`` (the 2 pi forgotten), for ``"yarn"`` the mistakes of the ramp that
+        :func:`grade_yarn_inv_freq` names.
 
     Examples
     --------
@@ -724,6 +938,13 @@ def grade_scaled_inv_freq(
         mistakes.append(
             (np.asarray(alt), f"These are the {other!r} frequencies, not the {rope_type!r} ones.")
         )
+    if rope_type in _METHOD_MISTAKES:
+        defaults = {
+            k: v.default
+            for k, v in inspect.signature(fn.frequencies).parameters.items()
+            if v.default is not inspect.Parameter.empty
+        }
+        mistakes += _METHOD_MISTAKES[rope_type](**{**defaults, "dim": dim, "base": base, **params})
     return _grade(answer, ref, mistakes, rtol=rtol, atol=0.0, what=f"the {rope_type} inv_freq")
 
 
@@ -832,7 +1053,9 @@ def grade_value(
     Returns
     -------
     Grade
-        Passes when ``|answer - expected| <= atol + rtol |expected|`` elementwise.
+        Passes when ``|answer - expected| <= atol + rtol |expected|`` elementwise. A failing
+        hint without a matching mistake says where the answer differs, what it got and how
+        it misses (sign, direction, a rounded ratio), never the expected value.
 
     Examples
     --------
@@ -840,6 +1063,8 @@ def grade_value(
     Correct: the count matches the reference ...
     >>> print(grade_value(4, 3, what="the count", mistakes=[(4, "Off by one.")]))
     Off by one.
+    >>> print(grade_value(2 * np.pi, 16 * np.pi, what="the turn"))
+    the turn is 6.2831853: too small by a factor of about 8.
     """
     rtol = _check_rtol(rtol)
     atol = check_nonnegative(atol, "atol")

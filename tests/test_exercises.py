@@ -517,3 +517,123 @@ def test_unknown_keywords_name_the_public_grader():
     kw = dict(rope_type="linear", dim=8, factor=2.0)
     with pytest.raises(TypeError, match=r"grade_scaled_inv_freq.* 'runtime'.*it takes .*factor"):
         grade_scaled_inv_freq(np.ones(4), runtime=True, **kw)
+
+
+# --- issue 29: wrong answers get a message that names the mistake, never the reference ------
+
+
+def _rope_without_minus(x, positions, pairing="half"):
+    """x * C + swap(x) * S: rotate_half written as cat(x2, x1), the minus sign forgotten."""
+    x = np.asarray(x, float)
+    c, s = refimpl.cos_sin(positions, dim=x.shape[-1])
+    first, second = (slice(0, D // 2), slice(D // 2, D))
+    if pairing == "interleaved":
+        first, second = slice(0, D, 2), slice(1, D, 2)
+    y = x.copy()
+    y[:, first] = x[:, first] * c + x[:, second] * s
+    y[:, second] = x[:, second] * c + x[:, first] * s
+    return y
+
+
+@pytest.mark.parametrize(
+    ("pairing", "swap"), [("half", "cat(x2, x1)"), ("interleaved", "(x2, x1)")]
+)
+def test_apply_rope_names_the_missing_minus_of_rotate_half(pairing, swap):
+    g = grade_apply_rope(lambda x, p: _rope_without_minus(x, p, pairing), dim=D, pairing=pairing)
+    assert not g and g.hint.startswith("The minus sign is missing") and swap in g.hint, g.hint
+    assert "pairing" not in g.hint, g.hint  # not blamed on the layout of cos/sin
+    right = grade_apply_rope(lambda x, p: refimpl.apply_rope(x, p, pairing=pairing), dim=D,
+                             pairing=pairing)  # fmt: skip
+    assert right, right.hint
+
+
+def test_apply_rope_keeps_the_checker_finding_for_other_non_rotations():
+    def doubled(x, p):  # every pair scaled by 2: not the missing minus
+        return 2.0 * refimpl.apply_rope(x, p)
+
+    g = grade_apply_rope(doubled, dim=D)
+    assert not g and "minus sign" not in g.hint, g.hint
+
+
+def test_sinusoidal_names_the_half_dimension_slip():
+    n, d = 50, 16
+    w = 1e4 ** (-2 * np.arange(d // 2) / (d / 2))  # w = 10^4^(-2i/(d/2))
+    table = np.empty((n, d))
+    table[:, 0::2], table[:, 1::2] = (
+        np.sin(np.outer(np.arange(n), w)),
+        np.cos(np.outer(np.arange(n), w)),
+    )
+    g = grade_sinusoidal(table, num_positions=n, dim=d)
+    assert not g and "2i/(d/2)" in g.hint and "width of the table" in g.hint, g.hint
+    assert grade_sinusoidal(solution_sinusoidal(n, d), num_positions=n, dim=d)
+
+
+LLAMA32 = dict(dim=64, base=5e5, factor=32.0, original_max_position=8192)
+
+
+def _llama3_by_hand(turns, low=1.0, high=4.0):
+    theta = solution_inv_freq(64, 5e5)
+    g = np.clip((turns(theta) - low) / (high - low), 0.0, 1.0)
+    return (1 - g) * theta / 32.0 + g * theta
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (_llama3_by_hand(lambda t: 8192 * t / (2 * np.pi), low=4.0, high=1.0), "are swapped"),
+        (_llama3_by_hand(lambda t: 8192 * t), "without the 2 pi"),
+    ],
+)
+def test_llama3_names_swapped_factors_and_the_forgotten_two_pi(answer, words):
+    g = grade_scaled_inv_freq(answer, rope_type="llama3", **LLAMA32)
+    assert not g and words in g.hint, g.hint
+    right = _llama3_by_hand(lambda t: 8192 * t / (2 * np.pi))
+    assert grade_scaled_inv_freq(right, rope_type="llama3", **LLAMA32)
+
+
+QWEN_YARN = dict(dim=128, base=1e6, factor=4.0, original_max_position=32768)
+
+
+def _yarn_by_hand(low, high, reversed_ramp=False):
+    theta = solution_inv_freq(128, 1e6)
+    w = np.clip((np.arange(64) - low) / (high - low), 0.0, 1.0)
+    w = 1.0 - w if reversed_ramp else w
+    return theta / 4.0 * w + theta * (1.0 - w)
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (_yarn_by_hand(23, 40, reversed_ramp=True), "ramp is reversed"),
+        (_yarn_by_hand(24, 41), "both bounds are one pair too high"),
+        (_yarn_by_hand(23, 41), "the high bound is one pair too high"),
+        (_yarn_by_hand(22, 40), "the low bound is one pair too low"),
+    ],
+)
+def test_yarn_names_a_reversed_ramp_and_bounds_off_by_one(answer, words):
+    for g in (
+        grade_yarn_inv_freq(answer, **QWEN_YARN),
+        grade_scaled_inv_freq(answer, rope_type="yarn", **QWEN_YARN),
+    ):
+        assert not g and words in g.hint, g.hint
+    assert grade_yarn_inv_freq(_yarn_by_hand(23, 40), **QWEN_YARN)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "words"),
+    [
+        (2 * np.pi, 16 * np.pi, "the answer is 6.2831853: too small by a factor of about 8."),
+        (1.03 * 1.2345, 1.2345, "the answer is 1.271535: too large by about 3%."),
+        (-2.5, 2.71828, "its sign is wrong"),
+        ([1.0, 3.9], [1.0, 3.14159], "first at index (1,): got 3.9 (too large by about 20%)."),
+        ([0.0, 0.5], [0.0, 0.0], "got 0.5 (too large)."),
+        ([0.0, 0.0], [0.0, 0.75], "got 0 (it should not be 0)."),
+    ],
+)
+def test_a_generic_hint_says_how_the_answer_misses_without_the_reference(answer, expected, words):
+    g = grade_value(answer, expected)
+    assert not g and words in g.hint, g.hint
+    assert "expected" not in g.hint and "reference is" not in g.hint, g.hint
+    for got, want in zip(np.ravel(answer), np.ravel(expected), strict=True):
+        if want not in (got, 0.0):
+            assert f"{want:.8g}" not in g.hint and f"{want:.4g}" not in g.hint, g.hint

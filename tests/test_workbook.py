@@ -784,3 +784,151 @@ def test_the_pairing_check_takes_the_engines_names_and_lists_the_words(capsys):
     checks.check("ex-pair-detect", {"mystery": mystery, "verdict": "rotate-half-ish"})
     out = capsys.readouterr().out
     assert "FAIL" in out and "'half' or 'interleaved'" in out, out
+
+
+# --- issue 29: the review's wrong answers, each named by its check --------------------------
+
+
+def _my_rope(minus: bool):
+    import refimpl
+
+    def my_rope(x, positions, d, sign=+1):
+        c, s = refimpl.cos_sin(positions, dim=d)
+        C, S = np.concatenate([c, c], -1), np.concatenate([s, s], -1)
+        x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+        rh = np.concatenate([-x2 if minus else x2, x1], -1)
+        return x * C + sign * rh * S
+
+    return my_rope
+
+
+def _llama3_32(turns_of, low=1.0, high=4.0):
+    theta = 5e5 ** (-np.arange(0, 64, 2) / 64)
+    g = np.clip((turns_of(theta) - low) / (high - low), 0.0, 1.0)
+    return (1 - g) * theta / 32 + g * theta
+
+
+def _yarn_qwen(low, high, reversed_ramp=False):
+    theta = 1e6 ** (-np.arange(0, 128, 2) / 128)
+    w = np.clip((np.arange(64) - low) / (high - low), 0.0, 1.0)
+    w = 1 - w if reversed_ramp else w
+    return theta / 4 * w + theta * (1 - w)
+
+
+def _sin_table(d_in_exponent):
+    w = 1e4 ** (-2 * np.arange(8) / d_in_exponent)
+    ang = np.outer(np.arange(50), w)
+    table = np.empty((50, 16))
+    table[:, 0::2], table[:, 1::2] = np.sin(ang), np.cos(ang)
+    return table
+
+
+def _nope_outputs():
+    return 1.0 / (np.arange(40) + 1.0)
+
+
+PI_ANSWER = 1e4 ** (-np.arange(0, 64, 2) / 64) / 8
+
+
+@pytest.mark.parametrize(
+    ("label", "wrong", "words", "right"),
+    [
+        (
+            "ex-forms-rotate-half",
+            {"my_rope": _my_rope(minus=False)},
+            "The minus sign is missing: rotate_half(x) = cat(x2, x1)",
+            {"my_rope": _my_rope(minus=True)},
+        ),
+        (
+            "ex-llama3-32",
+            {"answer": _llama3_32(lambda t: 8192 * t / (2 * np.pi), low=4.0, high=1.0)},
+            "low_freq_factor and high_freq_factor are swapped",
+            {"answer": _llama3_32(lambda t: 8192 * t / (2 * np.pi))},
+        ),
+        (
+            "ex-llama3-32",
+            {"answer": _llama3_32(lambda t: 8192 * t)},
+            "without the 2 pi",
+            {"answer": _llama3_32(lambda t: 8192 * t / (2 * np.pi))},
+        ),
+        (
+            "ex-yarn-by-hand",
+            {"answer": _yarn_qwen(23, 40, reversed_ramp=True)},
+            "The ramp is reversed",
+            {"answer": _yarn_qwen(23, 40)},
+        ),
+        (
+            "ex-yarn-by-hand",
+            {"answer": _yarn_qwen(24, 41)},
+            "off by one: both bounds are one pair too high",
+            {"answer": _yarn_qwen(23, 40)},
+        ),
+        (
+            "ex-sin-table",
+            {"table": _sin_table(16 / 2)},
+            "The exponent is 2i/(d/2) = 4i/d",
+            {"table": _sin_table(16)},
+        ),
+        (
+            "ex-pi-resolution",
+            {"turn": 2 * np.pi, "answer": PI_ANSWER},
+            "turn of the unscaled fastest pair",
+            {"turn": 16 * np.pi, "answer": PI_ANSWER},
+        ),
+        (
+            "ex-ntk-sqrt",
+            {"sol": "d/4"},
+            "Off by one pair: d/4 solves 2i/d = 1/2",
+            {"sol": "(d - 2)/4"},
+        ),
+        (
+            "ex-nope-decode",
+            {"decoded": np.rint(1.0 / _nope_outputs()), "first_wrong": 0},
+            "Off by one: 1/o_i = i + 1",
+            {"decoded": np.rint(1.0 / _nope_outputs() - 1.0), "first_wrong": "scan"},
+        ),
+        (
+            "ex-alibi-six",
+            {"answer": 2.0 ** -np.arange(1, 7), "unused": {2.0**-5, 2.0**-7}},
+            "truncating the next power of two's list",
+            {"answer": 2.0 ** -np.array([2, 4, 6, 8, 1, 3]), "unused": {2.0**-5, 2.0**-7}},
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.startswith("ex-") else "",
+)
+def test_the_reviews_wrong_answers_are_named_and_the_right_ones_pass(
+    label, wrong, words, right, capsys
+):
+    import sympy as sp
+
+    def namespace(values):
+        ns = dict(values)
+        if label == "ex-ntk-sqrt":
+            ns["d"] = sp.Symbol("d")
+            ns["sol"] = sp.sympify(ns["sol"], locals={"d": ns["d"]})
+        if ns.get("first_wrong") == "scan":
+            ns["first_wrong"] = checks._first_wrong_float32()
+        return ns
+
+    checks.check(label, namespace(wrong))
+    out = capsys.readouterr().out
+    assert f"[{label}] FAIL: " in out and words in out, out
+    assert "expected" not in out and "reference is" not in out, out
+    checks.check(label, namespace(right))
+    out = capsys.readouterr().out
+    assert f"[{label}] PASS" in out, out
+
+
+def test_the_pairing_check_says_what_an_engines_name_means(capsys):
+    import refimpl
+
+    mystery = checks.given_mystery()
+    truth = refimpl.check_rope(mystery, dim=8).pairing
+    wrong_alias = {"half": "gptj", "interleaved": "neox"}[truth]
+    other = {"half": "interleaved", "interleaved": "half"}[truth]
+    checks.check("ex-pair-detect", {"mystery": mystery, "verdict": wrong_alias})
+    out = capsys.readouterr().out
+    assert f"FAIL: No: {wrong_alias!r} means {other}" in out, out
+    checks.check("ex-pair-detect", {"mystery": mystery, "verdict": "NEOX-ish"})
+    out = capsys.readouterr().out
+    assert "'neox' and 'rotate_half' mean half" in out, out
