@@ -1089,6 +1089,12 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     if tower:
         result.update(status="silent", why=f"refimpl reads a schedule; {tower}")
         return result
+    # matched means transformers ran: a module that builds but cannot run is no match
+    broken = forward_failure(rot_cls, text)
+    if broken:
+        result["transformers"] = f"its own rotary module fails on this config ({broken})"
+        result.update(status="silent", why="refimpl reads a schedule; " + result["transformers"])
+        return result
     layers = rope_layers(modeling, text, tables, rot_cls)
     diffs, agreement = compare(got, tables, layers, pairing_of(modeling, text))
     if not diffs:
