@@ -862,6 +862,17 @@ _RECORDS = (
     ),
     _like(
         _LLAMA,
+        "hunyuan_vl_text",
+        ("hunyuan_vl_text",),
+        "HunYuanVLTextConfig",
+        _d(4096, 32, 32, 2048, 1e4),
+        dynamic_alpha=True,
+        rope_form="hunyuan_vl",
+        source=_tf("hunyuan_vl") + " (HunYuanVLRotaryEmbedding: xD-RoPE sections over "
+        "cat(freq, freq) in chunks of 2 s_a; dynamic with alpha is the static ntk_alpha base)",
+    ),
+    _like(
+        _LLAMA,
         "step3p5",
         ("step3p5",),
         "Step3p7TextConfig",

@@ -549,6 +549,86 @@ def _dots3_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
     return out
 
 
+def _hunyuan_vl_dicts(cfg: ConfigView, rp, rs, notes: list) -> dict:
+    """HunYuan VL's text decoder (HunYuanVLTextConfig.convert_rope_params_to_dict and
+    HunYuanVLRotaryEmbedding, transformers 5.24): the legacy ``xdrope_section`` is renamed
+    ``mrope_section`` (both present and different: refused, as the class does), rope type
+    ``xdrope`` becomes ``dynamic`` (with ``alpha``: the static NTK-alpha base). The rotary
+    module's forward expands the positions to ``len(mrope_section)`` rows and lays the sections
+    out over ``cat(freq, freq)`` in chunks of ``2 s_a`` features, chunk ``a`` from row ``a``
+    (``recomposition_frequencies``). A config is read only where that is one RoPE of token
+    positions: a single non-zero section on a row that holds the 1-D position (every row before
+    the last three, which are width, height and image index). Refused otherwise, naming the key:
+    no sections (the forward fails), sections that do not sum to the pairs (the class rejects
+    them), several non-zero sections (the two features of a pair follow different rows, not a
+    rotation once the rows differ), and a null ``head_dim`` (the attention cannot be built)."""
+    d = _flat_dicts(cfg, rp, rs, notes)[None]
+    where = "rope_scaling" if rs and not rp else "rope_parameters"
+    legacy = d.pop("xdrope_section", None)
+    name = f"{where}.xdrope_section" if legacy is not None else f"{where}.mrope_section"
+    if legacy is not None:
+        section = d.get("mrope_section")
+        if section is not None and list(section) != list(legacy):
+            raise ValueError(
+                f"hunyuan_vl_text: {where} has mrope_section {section!r} and legacy "
+                f"xdrope_section {legacy!r}, which differ (HunYuanVLTextConfig rejects it)"
+            )
+        d["mrope_section"] = legacy
+        notes.append("hunyuan_vl_text: legacy xdrope_section read as mrope_section")
+    for key in ("rope_type", "type"):
+        if d.get(key) == "xdrope":
+            d[key] = "dynamic"
+            notes.append(f"hunyuan_vl_text: {key} 'xdrope' read as 'dynamic', as its class does")
+    section = d.get("mrope_section")
+    if section is None:
+        raise ValueError(
+            f"hunyuan_vl_text: {where}.mrope_section (legacy xdrope_section) is null: "
+            "transformers 5.24's HunYuanVLRotaryEmbedding.forward expands the positions to "
+            "len(mrope_section) rows and fails without sections (TypeError), so its text "
+            "decoder cannot run on this config; give the xD-RoPE sections"
+        )
+    if isinstance(section, (str, bytes)) or not isinstance(section, (list, tuple)):
+        raise TypeError(f"{name} must be a list of integers, got {section!r}")
+    section = [check_int(v, f"{name}[{i}]", minimum=0) for i, v in enumerate(section)]
+    head_dim = config_int(cfg, "head_dim", maximum=MAX_DIM)
+    if head_dim is None:
+        raise ValueError(
+            "hunyuan_vl_text: head_dim is null: HunYuanVLDenseV1Attention takes "
+            "getattr(config, 'head_dim', ...), which is None here, so the model cannot be built "
+            "on this config (TypeError); give head_dim"
+        )
+    if sum(section) != head_dim // 2:
+        raise ValueError(
+            f"hunyuan_vl_text: {name} {section} must sum to head_dim // 2 = "
+            f"{head_dim // 2} (HunYuanVLTextConfig rejects it)"
+        )
+    live = [a for a, s in enumerate(section) if s]
+    if len(live) > 1:
+        raise ValueError(
+            f"hunyuan_vl_text: {name} {section}: transformers 5.24's "
+            "HunYuanVLRotaryEmbedding.recomposition_frequencies cuts cat(freq, freq) into "
+            "chunks of 2 s_a features, chunk a from position row a, so feature j and feature "
+            "j + head_dim/2 of pair j follow different rows and the pair is not rotated once "
+            "the rows differ (image tokens); a RopeSpec turns each pair by one angle. "
+            "Tencent's apply_rotary_pos_emb_xdrope and vLLM's xdrope.py give each pair one row: "
+            "refimpl.multiaxis.mrope_cos_sin with the 4-section blocked layout and "
+            "refimpl.multiaxis.hunyuanvl_position_ids"
+        )
+    if not live or live[0] >= len(section) - 3:
+        raise ValueError(
+            f"hunyuan_vl_text: {name} {section} turns every pair by position "
+            f"row {live[0] if live else None}, not one of the rows before the last three that "
+            "hold the token's 1-D position (the last three are width, height and image index: "
+            "HunYuanVLModel.get_rope_index)"
+        )
+    del d["mrope_section"]
+    notes.append(
+        f"hunyuan_vl_text: mrope_section {section} turns every pair by row {live[0]}, which "
+        "holds the 1-D position (HunYuanVLModel.get_rope_index): plain RoPE"
+    )
+    return {None: d}
+
+
 _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
     {
         "flat": _flat_dicts,
@@ -561,6 +641,7 @@ _ROPE_FORM_FUNCTIONS: Mapping[str, Callable] = MappingProxyType(
         "olmo3": _olmo3_dicts,
         "deepseek_v4": _deepseek_v4_dicts,
         "dots3": _dots3_dicts,
+        "hunyuan_vl": _hunyuan_vl_dicts,
     }
 )
 ROPE_FORMS = tuple(_ROPE_FORM_FUNCTIONS)

@@ -497,6 +497,66 @@ def test_hunyuan_dynamic_alpha_is_the_static_ntk_alpha_base():
     )
 
 
+def _hunyuan_vl_text(section, **extra):
+    """Hand-made: HunyuanOCR's text keys in the legacy form, the given xD-RoPE sections."""
+    scaling = {"type": "xdrope", "alpha": 1000.0, "factor": 1.0}
+    if section is not None:
+        scaling["xdrope_section"] = section
+    cfg = {
+        "model_type": "hunyuan_vl_text",
+        "hidden_size": 1024,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 2,
+        "head_dim": 128,
+        "rope_theta": 1e4,
+        "rope_scaling": scaling,
+    }
+    return {**cfg, **extra}
+
+
+def test_hunyuan_vl_text_reads_sections_on_the_position_row_as_ntk_alpha():
+    """transformers 5.24 HunYuanVLRotaryEmbedding: xdrope is renamed dynamic, alpha makes it the
+    static NTK-alpha base, and sections [64, 0, 0, 0] put every feature on row 0 (the 1-D
+    position, HunYuanVLModel.get_rope_index), so each pair turns by one angle."""
+    spec = rope_from_config(_hunyuan_vl_text([64, 0, 0, 0]))
+    assert spec.rope_type == "ntk_alpha" and spec.mrope_section is None
+    np.testing.assert_allclose(
+        spec.inv_freq, inv_freq(128, 1e4 * 1000.0 ** (128 / 126)), rtol=1e-14
+    )
+    assert any("turns every pair by row 0" in n for n in spec.notes)
+    assert any("legacy xdrope_section read as mrope_section" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize(
+    ("section", "extra", "named"),
+    [
+        (None, {}, r"mrope_section \(legacy xdrope_section\) is null.*TypeError"),
+        ([16, 16, 16, 16], {}, r"xdrope_section \[16, 16, 16, 16\].*different rows"),
+        ([0, 64, 0, 0], {}, r"xdrope_section \[0, 64, 0, 0\] turns every pair by position row 1"),
+        ([64], {}, r"row 0, not one of the rows before the last three"),
+        ([16, 16, 16], {}, r"must sum to head_dim // 2 = 64"),
+        ([64, 0, 0, 0], {"head_dim": None}, r"head_dim is null.*cannot be built on this config"),
+    ],
+)
+def test_hunyuan_vl_text_refuses_what_transformers_cannot_run_as_one_rope(section, extra, named):
+    with pytest.raises(ValueError, match=named):
+        rope_schedule(_hunyuan_vl_text(section, **extra))
+
+
+def test_hunyuan_vl_text_refusal_names_the_api_for_the_per_pair_xdrope_layout():
+    with pytest.raises(ValueError) as err:
+        rope_schedule(_hunyuan_vl_text([16, 16, 16, 16]))
+    assert "refimpl.multiaxis.mrope_cos_sin" in str(err.value)
+    assert "refimpl.multiaxis.hunyuanvl_position_ids" in str(err.value)
+    both = _hunyuan_vl_text([64, 0, 0, 0])
+    both["rope_scaling"]["mrope_section"] = [0, 0, 64, 0]
+    with pytest.raises(ValueError, match=r"mrope_section .* and legacy xdrope_section .* differ"):
+        rope_schedule(both)
+    wrapped = {"model_type": "hunyuan_vl", "text_config": _hunyuan_vl_text(None)}
+    with pytest.raises(ValueError, match=r"hunyuan_vl_text: rope_scaling\.mrope_section"):
+        rope_schedule(wrapped)
+
+
 def test_llama4_scout_equal_band_factors_are_accepted():
     cfg = {  # hand-made, Llama 4 Scout rope keys
         "model_type": "llama4_text",

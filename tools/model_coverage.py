@@ -724,6 +724,11 @@ def module_rows(module, key, inv: np.ndarray) -> tuple[int, np.ndarray] | str | 
         c = _halves(cos[0, 0].double().numpy(), inv.size)
         s = _halves(sin[0, 0].double().numpy(), inv.size)
         if c is None or s is None:
+            if cos.shape[-1] == 2 * inv.size:
+                return (
+                    f"fed {rows} position rows, the two features of a pair turn by different "
+                    "angles (not one rotation per pair)"
+                )
             return f"its {rows}-row output of width {cos.shape[-1]} is not {inv.size} pairs"
         with np.errstate(divide="ignore", invalid="ignore"):
             pos = np.arctan2(s, c) / inv
@@ -736,6 +741,20 @@ def module_rows(module, key, inv: np.ndarray) -> tuple[int, np.ndarray] | str | 
             return f"its {rows}-row output does not read one row per pair"
         axis[live] = near.astype(np.int64) - 1
         return rows, axis
+    return None
+
+
+def unreadable_rows(rot_cls, config) -> str | None:
+    """Why the rows transformers' rotary module combines cannot be read as one position row
+    per pair (a pair whose two features turn by different angles), or None."""
+    try:
+        module = build_rotary(rot_cls, config, float64=False)
+    except Exception:
+        return None
+    for key, (inv, _) in rotary_tables(module).items():
+        got = module_rows(module, key, inv)
+        if isinstance(got, str):
+            return got
     return None
 
 
@@ -1069,6 +1088,12 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
             broken = model_build_failure(modeling, text)
             if broken:
                 result["transformers"] = f"its model cannot be built on this config ({broken})"
+        elif not (tower or documented) and re.search(r"\b(mrope|xdrope)_section\b", got):
+            # refimpl refuses the sections, and the module runs: a schedule cannot express it
+            # where its position rows do not give each pair one angle
+            broken = unreadable_rows(rot_cls, text)
+            if broken:
+                result["transformers"] = f"{rot_cls.__name__} runs, but {broken}"
         why = f"transformers builds {rot_cls.__name__} for the decoder"
         return refusal(result, got, bool(tower or documented or broken), why)
     module = build_rotary(rot_cls, text, float64=False)

@@ -188,6 +188,26 @@ HANDMADE = {
     },
 }
 
+# HunyuanOCR's text decoder as Blaizzy/mlx-vlm transcribes its released config (SOURCES.md)
+HUNYUAN_OCR_TEXT = {
+    "hidden_size": 1024,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "max_position_embeddings": 32768,
+    "rope_theta": 10000.0,
+}
+HUNYUAN_OCR_XDROPE = {
+    "type": "xdrope",
+    "alpha": 1000.0,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "factor": 1.0,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+}
+
 # 4.x-form files written by hand (the released keys of the model, the class defaults left out)
 HANDMADE_4X = {
     "olmo3": {
@@ -287,6 +307,18 @@ HANDMADE_4X = {
             "sparse_block_size": 128,
             "sparse_topk_blocks": 16,
         },
+    },
+    # HunyuanOCR's text decoder keys in the legacy form with its xD-RoPE sections (transcribed)
+    "hunyuan-ocr-text.xdrope": {
+        "model_type": "hunyuan_vl_text",
+        **HUNYUAN_OCR_TEXT,
+        "rope_scaling": {**HUNYUAN_OCR_XDROPE, "xdrope_section": [16, 16, 16, 16]},
+    },
+    # the same with every pair on row 0, the 1-D position (illustrative, not a release's)
+    "hunyuan-vl-text.position-row": {
+        "model_type": "hunyuan_vl_text",
+        **HUNYUAN_OCR_TEXT,
+        "rope_scaling": {**HUNYUAN_OCR_XDROPE, "xdrope_section": [64, 0, 0, 0]},
     },
     "gemma3-4b.diff-style": {
         "model_type": "gemma3",
