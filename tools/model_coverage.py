@@ -3,14 +3,17 @@
 For each ``model_type`` of transformers' ``CONFIG_MAPPING_NAMES`` (a wrapper judged through its
 ``text_config``) this builds the config class's defaults, and every stored config of
 ``tests/parity/configs/`` of that type, finds the decoder's rotary module in
-``transformers.models.<x>.modeling_<x>``, builds only that module and compares it with
+``transformers.models.<x>.modeling_<x>``, builds only that module, runs its forward (a
+module that cannot run on the config is never matched) and compares it with
 :func:`refimpl.rope_schedule` layer by layer: rotated width, pairing and output order, inverse
 frequencies (float64: transformers' own init function run with float64 arithmetic; where that
 fails, the float32 buffer within ``F32_INV_FREQ_RTOL``), attention scaling and which layers
 rotate; the position row that drives each pair (one token at rows t, h, w = 1, 2, 3 through the
-module, against refimpl's M-RoPE layout); and, for a model with a sparse-attention indexer, the
-layers that hold one (the text model built on the meta device) and the rotation its indexer
-class applies (its rotation function run on a probe with the module's tables). A refusal that
+module, against refimpl's M-RoPE layout; a refusal of M-RoPE sections is true where those
+rows turn the two features of a pair by different angles); and, for a model with a
+sparse-attention indexer, the layers that hold one (the text model built on the meta device)
+and the rotation its indexer class applies (its rotation function run on a probe with the
+module's tables). A refusal that
 says the model cannot be built is checked by building it on the meta device. A type without a
 rotary module is read from its modeling source as learned absolute, sinusoidal, ALiBi,
 relative-bucket or no positions.
