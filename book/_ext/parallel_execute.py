@@ -18,7 +18,10 @@ refimpl once (``tools/fork_kernel.py``; ``REFIMPL_FORK_KERNELS=0`` starts each t
 each notebook still has a kernel of its own, without paying those imports again.
 
 Configuration: the environment variable ``REFIMPL_BOOK_JOBS`` sets the number of worker
-processes (default: the number of CPUs; ``1`` turns the extension off).
+processes (default: the number of CPUs; ``1`` turns the extension off). Where
+``REFIMPL_EXECUTED_SIGNAL`` names a file, it is created once every notebook is in the cache, so
+that a caller can start other work while Sphinx, on one core, reads and writes the pages
+(``make test`` starts the tests that do not read the built book then).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from sphinx.util import logging
 
 LOG = logging.getLogger(__name__)
 JOBS_ENV = "REFIMPL_BOOK_JOBS"
+SIGNAL_ENV = "REFIMPL_EXECUTED_SIGNAL"
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -138,13 +142,23 @@ def _pending(app, env, docnames) -> list[dict]:
     return jobs
 
 
+def _signal_executed() -> None:
+    """Create the file ``REFIMPL_EXECUTED_SIGNAL`` names, if it names one."""
+    path = os.environ.get(SIGNAL_ENV)
+    if path:
+        pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(path).touch()
+
+
 def execute_in_parallel(app, env, docnames) -> None:
     """``env-before-read-docs``: fill the cache with the notebooks about to be read."""
     n_workers = _jobs_wanted()
     if n_workers < 2 or app.builder.format != "html":
-        return
+        return  # myst-nb executes while reading: no signal, the caller waits for the build
     jobs = _pending(app, env, docnames)
     if len(jobs) < 2:
+        if not jobs:
+            _signal_executed()
         return
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
@@ -172,6 +186,7 @@ def execute_in_parallel(app, env, docnames) -> None:
     finally:
         _JOBS.clear()
     LOG.info(f"parallel_execute: {len(jobs)} notebooks in {time.perf_counter() - t0:.1f} s")
+    _signal_executed()
 
 
 def setup(app):
