@@ -202,7 +202,9 @@ HANDMADE = {
     "ministral": {"head_dim": 128},
     "nemotron": {"num_key_value_heads": 8},
     "dbrx": {
-        "attn_config": {"attn_pdrop": 0.0, "clip_qkv": None, "kv_n_heads": 1, "rope_theta": 10000.0}
+        # clip_qkv set too: DbrxAttention.forward clamps with it (None leaves both bounds None,
+        # which torch.clamp rejects)
+        "attn_config": {"attn_pdrop": 0.0, "clip_qkv": 8.0, "kv_n_heads": 1, "rope_theta": 10000.0}
     },
     "chameleon": {"vocabulary_map": {"<image>": 8711}},
     "dots1": {"n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6},
