@@ -1927,6 +1927,15 @@ _RECORDS += (
                 "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
             },
         ),
+        needs=(
+            Need(
+                ("dropout_rate",),
+                "T5Gemma2TextEncoder / T5Gemma2Decoder",
+                "nn.Dropout(config.dropout_rate) in their layers, an AttributeError where the "
+                "file leaves it out: T5Gemma2TextConfig and T5Gemma2DecoderConfig have no such "
+                "field, only T5Gemma2Config sets it on its encoder's and decoder's configs",
+            ),
+        ),
         source=_tf("t5gemma2") + " (a rope per layer type, Gemma 3's; T5Gemma2DecoderConfig "
         "has the same defaults)",
     ),
