@@ -836,15 +836,19 @@ def text_model_class(modeling, config):
     mapped = getattr(transformers, name, None) if isinstance(name, str) else None
     if mapped is not None:
         return mapped
+    # a sub-model's class need not end in Model (BltPatcher, DiaDecoder, T5Gemma2Encoder)
     fits = [
         obj
         for name, obj in vars(modeling).items()
         if inspect.isclass(obj)
-        and name.endswith("Model")
+        and issubclass(obj, transformers.PreTrainedModel)
         and "PreTrained" not in name
+        and "For" not in name
         and getattr(obj, "config_class", None) is type(config)
     ]
-    fits.sort(key=lambda c: ("Text" not in c.__name__, len(c.__name__)))
+    fits.sort(
+        key=lambda c: (not c.__name__.endswith("Model"), "Text" not in c.__name__, len(c.__name__))
+    )
     return fits[0] if fits else None
 
 
