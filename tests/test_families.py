@@ -1150,6 +1150,7 @@ def test_dbrx_reads_the_top_level_base_and_refuses_another_in_attn_config():
             rope_schedule(cfg)
 
 
+_SF = ["sliding_attention", "full_attention"]
 # hand-made configs: model type -> (the keys its model's code needs and its class leaves null or
 # does not define, values that let transformers 5.24 build it (tests/parity/configs/*.handmade))
 _NEEDS = {
@@ -1175,6 +1176,10 @@ _NEEDS = {
         "shared_expert_intermediate_size",
         {"shared_expert_intermediate_size": 768},
     ),
+    **{
+        t: ("dropout_rate", {"dropout_rate": 0.0, "num_hidden_layers": 2, "layer_types": _SF})
+        for t in ("t5gemma2_text", "t5gemma2_decoder")
+    },
 }
 
 
@@ -1325,6 +1330,7 @@ _FSS = {"num_hidden_layers": 3, "layer_types": _F + ["sliding_attention"] * 2}
         (
             {
                 "model_type": "t5gemma2_decoder",
+                "dropout_rate": 0.0,  # T5Gemma2Config sets it; the decoder's class has none
                 "num_hidden_layers": 6,
                 "layer_types": ["sliding_attention"] * 5 + _F,
             },

@@ -249,6 +249,14 @@ FAMILIES = {
         "Qwen3OmniMoeThinkerTextAttention",
         decoder="Qwen3OmniMoeTalkerDecoderLayer",
     ),
+    "t5gemma2_text": Family(
+        "t5gemma2",
+        "T5Gemma2TextConfig",
+        "T5Gemma2RotaryEmbedding",
+        "T5Gemma2SelfAttention",
+        per_layer_type=True,
+        decoder="T5Gemma2EncoderLayer",
+    ),
     "dbrx": Family(
         "dbrx",
         "DbrxConfig",
@@ -492,6 +500,8 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("diffusion-gemma-text.handmade.json", "full_attention"): [29],
     ("diffusion-gemma-text.handmade.json", "sliding_attention"): [111],
     ("dots1.handmade.json", "full_attention"): [30],
+    ("t5gemma2-text.handmade.json", "full_attention"): [74],
+    ("t5gemma2-text.handmade.json", "sliding_attention"): [111],
 }
 
 

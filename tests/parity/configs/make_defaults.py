@@ -95,6 +95,7 @@ DEFAULTS = {
     "diffusion-gemma-text": "DiffusionGemmaTextConfig",
     "lfm2-moe": "Lfm2MoeConfig",
     "qwen3-omni-moe-talker-text": "Qwen3OmniMoeTalkerTextConfig",
+    "t5gemma2-text": "T5Gemma2TextConfig",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
@@ -215,6 +216,7 @@ HANDMADE = {
     },
     "moonshine-streaming": {"num_key_value_heads": 8},
     "qwen3-omni-moe-talker-text": {"shared_expert_intermediate_size": 768},
+    "t5gemma2-text": {"dropout_rate": 0.0},
 }
 
 # HunyuanOCR's text decoder as Blaizzy/mlx-vlm transcribes its released config (SOURCES.md)
@@ -390,6 +392,7 @@ NOT_RUNNABLE = {
     "lfm2-moe",
     "moonshine-streaming",
     "qwen3-omni-moe-talker-text",
+    "t5gemma2-text",
 }
 
 
