@@ -65,6 +65,7 @@ __all__ = [
     "UNSUPPORTED",
     "WRAPPERS",
     "Family",
+    "Need",
     "Reading",
     "Submodule",
     "family_for",
@@ -254,6 +255,64 @@ class Submodule:
     note: str = ""
 
 
+@dataclasses.dataclass(frozen=True)
+class Need:
+    """Config keys the model's code reads to build its layers, where the config class may leave
+    them null or not define them at all: a config without them cannot be built by transformers,
+    so refimpl refuses it, naming the keys (a schedule of a model that does not exist would be a
+    guess).
+
+    Attributes
+    ----------
+    keys : tuple of str
+        The keys (``"outer.inner"`` for one inside a nested object); the config is refused when
+        one is null or missing (after the record's ``defaults``).
+    builder : str
+        The class whose construction reads them.
+    reads : str
+        What that code does with them (the failure a null value gives).
+    first_layer_key : str or None
+        A config key holding the first layer that builds with them (DeepSeek-style
+        ``first_k_dense_replace``): the keys are needed only when it is below
+        ``num_hidden_layers`` (None: every layer needs them).
+
+    Examples
+    --------
+    >>> need = Need(("head_dim",), "FooAttention", "self.head_dim**-0.5")
+    >>> need.missing({"head_dim": None}), need.missing({"head_dim": 64})
+    (['head_dim'], [])
+    """
+
+    keys: tuple
+    builder: str
+    reads: str
+    first_layer_key: str | None = None
+
+    def missing(self, cfg: Mapping, defaults: Mapping = MappingProxyType({})) -> list[str]:
+        """The keys that are null or missing in ``cfg`` (read through ``defaults``), or ``[]``
+        where the model's layers do not read them."""
+        if self.first_layer_key is not None:
+            first = cfg.get(self.first_layer_key, defaults.get(self.first_layer_key))
+            layers = cfg.get("num_hidden_layers", defaults.get("num_hidden_layers"))
+            if isinstance(first, int) and isinstance(layers, int) and first >= layers:
+                return []
+        out = []
+        for key in self.keys:
+            block, name = cfg, key
+            if "." in key:
+                outer, name = key.split(".", 1)
+                block = cfg.get(outer, defaults.get(outer))
+                if block is not None and not isinstance(block, Mapping):
+                    raise TypeError(
+                        f"config key {outer} must be an object, got {type(block).__name__}"
+                    )
+                block = block or {}
+            value = block.get(name, defaults.get(key) if block is cfg else None)
+            if value is None:
+                out.append(key)
+        return out
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Family:
     """What one model family's code does with RoPE beyond the rope parameters.
@@ -312,6 +371,9 @@ class Family:
     refuse_when : mapping
         Config flag -> what the model does when the flag is true that a schedule does not
         express (RoFormer's ``rotary_value``); a config with the flag true is refused.
+    needs : tuple of Need
+        Keys the model's code reads to build its layers and the config class may leave null
+        (a config without them is refused: transformers cannot build the model from it).
     source : str
         The code the rules were checked against.
     """
@@ -338,6 +400,7 @@ class Family:
     layer_count: tuple | None = None
     aliases: Mapping = dataclasses.field(default_factory=dict)
     refuse_when: Mapping = dataclasses.field(default_factory=dict)
+    needs: tuple = ()
     source: str = ""
 
     def __post_init__(self):
@@ -409,6 +472,17 @@ def _d(hidden, heads, layers, max_pos, theta, **extra) -> dict:
     }
     out.update(extra)
     return out
+
+
+def _need_head_dim(attention: str) -> Need:
+    """``head_dim`` as attentions that take ``getattr(config, "head_dim", ...)`` read it: the
+    config class defines it as None, so the fallback never applies."""
+    return Need(
+        ("head_dim",),
+        attention,
+        "getattr(config, 'head_dim', hidden_size // num_attention_heads) returns the class "
+        "default None, and self.scaling = self.head_dim**-0.5 raises a TypeError",
+    )
 
 
 _LLAMA = Family(
@@ -633,7 +707,51 @@ _RECORDS = (
     ),
     _like(_LLAMA, "mistral", ("mistral",), "MistralConfig", _d(4096, 32, 32, 131072, 1e4)),
     _like(_LLAMA, "mixtral", ("mixtral",), "MixtralConfig", _d(4096, 32, 32, 131072, 1e6)),
-    _like(_LLAMA, "ministral", ("ministral",), "MinistralConfig", _d(4096, 32, 32, 131072, 1e4)),
+    _like(
+        _LLAMA,
+        "ministral",
+        ("ministral",),
+        "MinistralConfig",
+        _d(4096, 32, 32, 131072, 1e4),
+        needs=(_need_head_dim("MinistralAttention"),),
+    ),
+    _like(
+        _LLAMA,
+        "chameleon",
+        ("chameleon",),
+        "ChameleonConfig",
+        _d(4096, 32, 32, 4096, 1e4),
+        needs=(
+            Need(
+                ("vocabulary_map",),
+                "ChameleonModel",
+                "ChameleonImageVocabularyMapping(config.vocabulary_map) calls "
+                "vocabulary_map.get('<image>'), an AttributeError on the class default None",
+            ),
+        ),
+        source=_tf("chameleon") + " (rotate_half over whole heads of hidden_size // "
+        "num_attention_heads)",
+    ),
+    _like(
+        _LLAMA,
+        "dots1",
+        ("dots1",),
+        "Dots1Config",
+        _d(4608, 32, 62, 2048, 1e4),
+        needs=(
+            Need(
+                ("n_routed_experts", "n_shared_experts"),
+                "Dots1MoE",
+                "on every layer from first_k_dense_replace on it builds Dots1Experts, "
+                "torch.empty(n_routed_experts, 2 * moe_intermediate_size, hidden_size), and "
+                "shared experts of moe_intermediate_size * n_shared_experts: a TypeError on "
+                "the class defaults None",
+                first_layer_key="first_k_dense_replace",
+            ),
+        ),
+        source=_tf("dots1") + " (rotate_half over whole heads; MoE layers from "
+        "first_k_dense_replace on)",
+    ),
     _like(_LLAMA, "qwen2", ("qwen2",), "Qwen2Config", _d(4096, 32, 32, 32768, 1e4)),
     _like(_LLAMA, "qwen2_moe", ("qwen2_moe",), "Qwen2MoeConfig", _d(2048, 16, 24, 32768, 1e4)),
     _like(_LLAMA, "qwen3", ("qwen3",), "Qwen3Config", _d(4096, 32, 32, 32768, 1e4, head_dim=128)),
@@ -849,6 +967,7 @@ _RECORDS = (
         "HunYuanDenseV1Config",
         _d(4096, 32, 32, 2048, 1e4),
         dynamic_alpha=True,
+        needs=(_need_head_dim("HunYuanDenseV1Attention"),),
         source=_tf("hunyuan_v1_dense") + " (dynamic with alpha is the static ntk_alpha base)",
     ),
     _like(
@@ -858,6 +977,7 @@ _RECORDS = (
         "HunYuanMoEV1Config",
         _d(4096, 32, 32, 2048, 1e4),
         dynamic_alpha=True,
+        needs=(_need_head_dim("HunYuanMoEV1Attention"),),
         source=_tf("hunyuan_v1_moe") + " (dynamic with alpha is the static ntk_alpha base)",
     ),
     _like(
@@ -934,6 +1054,14 @@ _RECORDS = (
             "max_position_embeddings": "max_seq_len",
         },
         rope_form="dbrx",
+        needs=(
+            Need(
+                ("attn_config.rope_theta",),
+                "DbrxAttention",
+                "self.rope_theta = config.attn_config.rope_theta, an AttributeError where the "
+                "file leaves it out: DbrxAttentionConfig has no such field",
+            ),
+        ),
         source=_tf("dbrx") + " (rotate_half over whole heads of d_model // n_heads; the base "
         "from the top-level rope_parameters, not attn_config)",
     ),
@@ -976,6 +1104,14 @@ _RECORDS = (
         ("nemotron",),
         "NemotronConfig",
         _d(6144, 48, 32, 4096, 1e4, partial_rotary_factor=0.5),
+        needs=(
+            Need(
+                ("num_key_value_heads",),
+                "NemotronAttention",
+                "num_heads // num_key_value_heads, a TypeError on the class default None "
+                "(NemotronConfig does not fill it from num_attention_heads)",
+            ),
+        ),
         source=_tf("nemotron"),
     ),
     _like(
@@ -1145,6 +1281,14 @@ _RECORDS = (
             },
         ),
         pairing="interleaved",
+        needs=(
+            Need(
+                ("num_key_value_heads",),
+                "MoonshineStreamingDecoderLayer",
+                "it passes config.num_key_value_heads to its attentions, an AttributeError "
+                "where the file leaves it out: MoonshineStreamingConfig has no such field",
+            ),
+        ),
         source=_tf("moonshine_streaming") + " (the decoder's self-attention: adjacent pairs "
         "inside the leading slice; the class's own rope block rotates 0.8 of each head)",
     ),
@@ -1687,6 +1831,14 @@ _RECORDS = (
         _d(2048, 32, 32, 128000, 1e6),
         layers="conv_hybrid",
         honours_partial=False,
+        needs=(
+            Need(
+                ("layer_types",),
+                "Lfm2MoeDecoderLayer",
+                "config.layer_types[layer_idx] tells conv from attention layers, a TypeError on "
+                "the class default None (Lfm2MoeConfig neither fills it nor reads full_attn_idxs)",
+            ),
+        ),
         source=_tf("lfm2_moe") + " (conv layers have no attention)",
     ),
     Family(
@@ -1775,6 +1927,15 @@ _RECORDS += (
                 "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
             },
         ),
+        needs=(
+            Need(
+                ("dropout_rate",),
+                "T5Gemma2TextEncoder / T5Gemma2Decoder",
+                "nn.Dropout(config.dropout_rate) in their layers, an AttributeError where the "
+                "file leaves it out: T5Gemma2TextConfig and T5Gemma2DecoderConfig have no such "
+                "field, only T5Gemma2Config sets it on its encoder's and decoder's configs",
+            ),
+        ),
         source=_tf("t5gemma2") + " (a rope per layer type, Gemma 3's; T5Gemma2DecoderConfig "
         "has the same defaults)",
     ),
@@ -1792,6 +1953,14 @@ _RECORDS += (
         ("deepseek_ocr2_text",),
         "DeepseekOcr2TextConfig",
         _d(4096, 32, 32, 2048, 1e4, head_dim=128),
+        needs=(
+            Need(
+                ("mlp_layer_types",),
+                "DeepseekOcr2TextDecoderLayer",
+                "config.mlp_layer_types[layer_idx] picks each layer's MLP, a TypeError on the "
+                "class default None",
+            ),
+        ),
         source=_tf("deepseek_ocr2"),
     ),
     _like(
@@ -1941,6 +2110,15 @@ _RECORDS += (
         ("qwen3_omni_moe_talker_text",),
         "Qwen3OmniMoeTalkerTextConfig",
         _d(1024, 16, 20, 32768, 1e4),
+        needs=(
+            Need(
+                ("shared_expert_intermediate_size",),
+                "Qwen3OmniMoeTalkerTextSparseMoeBlock",
+                "every Qwen3OmniMoeTalkerDecoderLayer builds it with a shared expert of "
+                "config.shared_expert_intermediate_size, an AttributeError where the file leaves "
+                "it out: Qwen3OmniMoeTalkerTextConfig has no such field",
+            ),
+        ),
         source=_tf("qwen3_omni_moe") + " (the talker's decoder: "
         "Qwen3OmniMoeThinkerTextRotaryEmbedding, interleaved M-RoPE sections, default "
         "[24, 20, 20])",
@@ -1961,6 +2139,15 @@ _RECORDS += (
         ("diffusion_gemma_text",),
         "DiffusionGemmaTextConfig",
         _d(2304, 8, 30, 131072, 1e4, head_dim=256),
+        needs=(
+            Need(
+                ("num_experts", "moe_intermediate_size"),
+                "DiffusionGemmaEncoderTextLayer",
+                "every layer builds DiffusionGemmaTextRouter, nn.Linear(hidden_size, "
+                "num_experts), and DiffusionGemmaTextExperts, torch.empty(num_experts, "
+                "2 * moe_intermediate_size, hidden_size): a TypeError on the class defaults None",
+            ),
+        ),
         source=_tf("diffusion_gemma")
         + " (Gemma 4's layers: per_layer_config head widths, a rope per "
         "layer type)",
@@ -2861,6 +3048,16 @@ def resolve(cfg: dict, notes: list) -> Reading:
         for flag, why in family.refuse_when.items():
             if text.get(flag):
                 raise ValueError(f"model_type {model_type!r} with config key {flag} true: {why}")
+        for need in family.needs:
+            missing = need.missing(text, family.defaults)
+            if missing:
+                one = len(missing) == 1
+                raise ValueError(
+                    f"{model_type}: config key{'' if one else 's'} {', '.join(missing)} "
+                    f"{'is' if one else 'are'} null or missing here, and transformers 5.24's "
+                    f"{need.builder} needs {'it' if one else 'them'} ({need.reads}), so the "
+                    f"model cannot be built on this config; give {', '.join(missing)}"
+                )
         view = ConfigView(text, family.defaults, family.config_class, notes)
         reason = f"{how}: record {family.name} ({family.config_class})"
         return Reading(family, view, model_type, reason)

@@ -950,8 +950,9 @@ def test_byte_level_and_speech_decoders_pair_adjacent_features():
     assert (blt[0].spec.pairing, blt[0].spec.dim, len(blt)) == ("interleaved", 64, 14)
     note = "head_dim 32 ignored: BltPatcherConfig uses hidden_size // num_attention_heads = 64"
     assert note in blt[0].spec.notes
-    # Moonshine Streaming: GLM-style pairs inside 0.8 of each 40-wide head (its class's rope)
-    moon = rope_schedule({"model_type": "moonshine_streaming"})[0].spec
+    # Moonshine Streaming: GLM-style pairs inside 0.8 of each 40-wide head (its class's rope);
+    # num_key_value_heads, which its class does not define, for the model to build
+    moon = rope_schedule({"model_type": "moonshine_streaming", "num_key_value_heads": 8})[0].spec
     assert (moon.pairing, moon.dim, moon.rotary_dim) == ("interleaved", 40, 32)
 
 
@@ -1049,7 +1050,7 @@ def test_a_class_rope_block_is_read_and_a_bare_base_beside_it_refused():
     assert (spec.rope_type, spec.base, spec.params["factor"]) == ("yarn", 150000.0, 32.0)
     for model_type in ("openai_privacy_filter", "moonshine_streaming"):
         with pytest.raises(ValueError, match="rope_theta without rope_parameters"):
-            rope_schedule({"model_type": model_type, "rope_theta": 5e5})
+            rope_schedule({"model_type": model_type, "rope_theta": 5e5, "num_key_value_heads": 8})
 
 
 @pytest.mark.parametrize(
@@ -1136,12 +1137,86 @@ def test_dbrx_reads_the_top_level_base_and_refuses_another_in_attn_config():
     # hand-made, in DBRX's key names (d_model, n_heads, n_layers through DbrxConfig's
     # attribute_map); transformers 5.24 rotates with the top-level base only
     base = {"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40}
-    plain = rope_schedule({**base, "attn_config": {"kv_n_heads": 8}})
+    plain = rope_schedule({**base, "attn_config": {"kv_n_heads": 8, "rope_theta": 10000}})
     assert (len(plain), plain[0].spec.dim, plain[0].spec.base) == (40, 128, 10000.0)
     with pytest.raises(ValueError, match=r"attn_config\.rope_theta = 500000.*ignores"):
         rope_schedule({**base, "attn_config": {"rope_theta": 500000}})
     agreed = rope_schedule({**base, "rope_theta": 5e5, "attn_config": {"rope_theta": 500000}})
     assert agreed[0].spec.base == 500000.0
+    # DbrxAttention reads attn_config.rope_theta, a field DbrxAttentionConfig does not define
+    for attn in ({"kv_n_heads": 8}, {"rope_theta": None}, None):
+        cfg = {**base} if attn is None else {**base, "attn_config": attn}
+        with pytest.raises(ValueError, match=r"attn_config\.rope_theta is null or missing.*built"):
+            rope_schedule(cfg)
+
+
+_SF = ["sliding_attention", "full_attention"]
+# hand-made configs: model type -> (the keys its model's code needs and its class leaves null or
+# does not define, values that let transformers 5.24 build it (tests/parity/configs/*.handmade))
+_NEEDS = {
+    "hunyuan_v1_dense": ("head_dim", {"head_dim": 128}),
+    "hunyuan_v1_moe": ("head_dim", {"head_dim": 128}),
+    "ministral": ("head_dim", {"head_dim": 128}),
+    "nemotron": ("num_key_value_heads", {"num_key_value_heads": 8}),
+    "moonshine_streaming": ("num_key_value_heads", {"num_key_value_heads": 8}),
+    "chameleon": ("vocabulary_map", {"vocabulary_map": {"<image>": 8711}}),
+    "dots1": ("n_routed_experts, n_shared_experts", {"n_routed_experts": 8, "n_shared_experts": 1}),
+    "deepseek_ocr2_text": ("mlp_layer_types", {"mlp_layer_types": ["dense"] * 32}),
+    "diffusion_gemma_text": (
+        "num_experts, moe_intermediate_size",
+        {
+            "num_experts": 8,
+            "moe_intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "lfm2_moe": ("layer_types", {"layer_types": ["conv", "full_attention"] * 16}),
+    "qwen3_omni_moe_talker_text": (
+        "shared_expert_intermediate_size",
+        {"shared_expert_intermediate_size": 768},
+    ),
+    **{
+        t: ("dropout_rate", {"dropout_rate": 0.0, "num_hidden_layers": 2, "layer_types": _SF})
+        for t in ("t5gemma2_text", "t5gemma2_decoder")
+    },
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(_NEEDS))
+def test_a_model_transformers_cannot_build_is_refused_naming_the_key(model_type):
+    keys, given = _NEEDS[model_type]
+    builder = next(n.builder for n in family_for(model_type).needs)
+    context = {k: v for k, v in given.items() if k not in keys.split(", ")}
+    nulls = dict.fromkeys(keys.split(", "))
+    for cfg in (
+        {"model_type": model_type, **context},
+        {"model_type": model_type, **given, **nulls},
+    ):
+        with pytest.raises(ValueError) as err:
+            rope_schedule(cfg)
+        msg = str(err.value)
+        assert f"{model_type}: config key" in msg and f" {keys} " in msg, msg
+        assert builder in msg and "cannot be built on this config" in msg
+    sched = rope_schedule({"model_type": model_type, **given})
+    assert any(layer.spec is not None for layer in sched)
+
+
+def test_a_need_is_read_through_wrappers_nested_keys_and_first_layer_keys():
+    with pytest.raises(ValueError, match=r"^deepseek_ocr2_text: config key mlp_layer_types"):
+        rope_schedule({"model_type": "deepseek_ocr2", "text_config": {}})
+    # Dots1's MoE (which needs the expert counts) starts at first_k_dense_replace
+    dense = rope_schedule(
+        {"model_type": "dots1", "num_hidden_layers": 4, "first_k_dense_replace": 4}
+    )
+    assert len(dense) == 4
+    with pytest.raises(ValueError, match=r"n_routed_experts, n_shared_experts are null"):
+        rope_schedule({"model_type": "dots1", "num_hidden_layers": 4, "first_k_dense_replace": 3})
+    with pytest.raises(TypeError, match=r"config key attn_config must be an object, got list"):
+        rope_schedule({"model_type": "dbrx", "attn_config": [10000]})
+    need = family_for("dbrx").needs[0]
+    assert need.missing({"attn_config": {"rope_theta": 1e4}}) == []
+    assert need.missing({}) == ["attn_config.rope_theta"]
 
 
 def test_step3p5_builds_a_rope_per_layer_type_from_per_layer_lists():
@@ -1255,6 +1330,7 @@ _FSS = {"num_hidden_layers": 3, "layer_types": _F + ["sliding_attention"] * 2}
         (
             {
                 "model_type": "t5gemma2_decoder",
+                "dropout_rate": 0.0,  # T5Gemma2Config sets it; the decoder's class has none
                 "num_hidden_layers": 6,
                 "layer_types": ["sliding_attention"] * 5 + _F,
             },
@@ -1262,7 +1338,11 @@ _FSS = {"num_hidden_layers": 3, "layer_types": _F + ["sliding_attention"] * 2}
             256,
         ),
         ({"model_type": "emu3", "text_config": {}}, [1e6] * 32, 128),
-        ({"model_type": "deepseek_ocr2", "text_config": {}}, [1e4] * 32, 128),
+        (
+            {"model_type": "deepseek_ocr2", "text_config": {"mlp_layer_types": ["dense"] * 32}},
+            [1e4] * 32,
+            128,
+        ),
         ({"model_type": "dia_decoder"}, [1e4] * 18, 128),
         ({"model_type": "voxtral_realtime_text", "num_hidden_layers": 2}, [1e4] * 2, 128),
     ],
@@ -1339,6 +1419,8 @@ def test_gemma4_variants_widen_the_full_attention_heads(model_type):
         "layer_types": types,
         "per_layer_config": {"1": {"head_dim": 512}},
     }
+    if model_type == "diffusion_gemma":  # its layers always build the MoE
+        text.update(num_experts=8, moe_intermediate_size=64)
     sched = rope_schedule({"model_type": model_type, "text_config": text})
     assert [x.spec.dim for x in sched] == [256, 512]
 

@@ -72,7 +72,13 @@ def test_omni_talkers_have_their_thinkers_m_rope():
         128,
     )
     # Qwen3OmniMoeThinkerTextRotaryEmbedding: interleaved, default [24, 20, 20] over 32 pairs
-    moe = rope_schedule({"model_type": "qwen3_omni_moe_talker_text", "num_hidden_layers": 2})
+    moe = rope_schedule(
+        {
+            "model_type": "qwen3_omni_moe_talker_text",
+            "num_hidden_layers": 2,
+            "shared_expert_intermediate_size": 768,  # its class has no such field
+        }
+    )
     spec = moe[0].spec
     assert (spec.mrope_layout, spec.rotary_dim) == ("interleaved", 64)
     np.testing.assert_array_equal(

@@ -13,8 +13,12 @@ module, against refimpl's M-RoPE layout; a refusal of M-RoPE sections is true wh
 rows turn the two features of a pair by different angles); and, for a model with a
 sparse-attention indexer, the layers that hold one (the text model built on the meta device)
 and the rotation its indexer class applies (its rotation function run on a probe with the
-module's tables). A refusal that
-says the model cannot be built is checked by building it on the meta device. A type without a
+module's tables). The text
+model itself (the class transformers' auto mapping builds for the type; for a wrapper's decoder,
+the class of its modeling file that takes the decoder's config) is built on the meta device
+too, within the type's time box: a model that transformers cannot build from the config is
+never matched, and a refusal that says the model cannot be built is checked the same way. A
+type without a
 rotary module is read from its modeling source as learned absolute, sinusoidal, ALiBi,
 relative-bucket or no positions.
 
@@ -820,17 +824,31 @@ def mrope_diffs(module, tables: dict, schedule, layers) -> list[str]:
 
 
 def text_model_class(modeling, config):
-    """The model class of ``config`` in its modeling file (its ``config_class``; the text model
-    of a wrapper's decoder), or None."""
+    """The model class transformers builds for ``config``: the one its auto mapping
+    (``MODEL_MAPPING_NAMES``, what ``AutoModel.from_config`` builds) names for the type;
+    otherwise the model class of the modeling file whose ``config_class`` it is (a wrapper's
+    text decoder, which the mapping does not name: the class the wrapper's own model builds
+    for its ``text_config``), or None."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    name = MODEL_MAPPING_NAMES.get(config.model_type)
+    mapped = getattr(transformers, name, None) if isinstance(name, str) else None
+    if mapped is not None:
+        return mapped
+    # a sub-model's class need not end in Model (BltPatcher, DiaDecoder, T5Gemma2Encoder)
     fits = [
         obj
         for name, obj in vars(modeling).items()
         if inspect.isclass(obj)
-        and name.endswith("Model")
+        and issubclass(obj, transformers.PreTrainedModel)
         and "PreTrained" not in name
+        and "For" not in name
         and getattr(obj, "config_class", None) is type(config)
     ]
-    fits.sort(key=lambda c: ("Text" not in c.__name__, len(c.__name__)))
+    fits.sort(
+        key=lambda c: (not c.__name__.endswith("Model"), "Text" not in c.__name__, len(c.__name__))
+    )
     return fits[0] if fits else None
 
 
@@ -1117,10 +1135,16 @@ def judge_one(model_type: str, config, cfg_dict: dict) -> dict:
     if tower:
         result.update(status="silent", why=f"refimpl reads a schedule; {tower}")
         return result
-    # matched means transformers ran: a module that builds but cannot run is no match
+    # matched means transformers ran: a module that builds but cannot run is no match, nor is
+    # a model that transformers cannot build from the config
     broken = forward_failure(rot_cls, text)
     if broken:
         result["transformers"] = f"its own rotary module fails on this config ({broken})"
+        result.update(status="silent", why="refimpl reads a schedule; " + result["transformers"])
+        return result
+    broken = model_build_failure(modeling, text)
+    if broken:
+        result["transformers"] = f"its model cannot be built on this config ({broken})"
         result.update(status="silent", why="refimpl reads a schedule; " + result["transformers"])
         return result
     layers = rope_layers(modeling, text, tables, rot_cls)

@@ -211,6 +211,60 @@ FAMILIES = {
         "HunYuanDenseV1RotaryEmbedding",
         "HunYuanDenseV1Attention",
     ),
+    "hunyuan_v1_moe": Family(
+        "hunyuan_v1_moe",
+        "HunYuanMoEV1Config",
+        "HunYuanMoEV1RotaryEmbedding",
+        "HunYuanMoEV1Attention",
+    ),
+    "ministral": Family(
+        "ministral", "MinistralConfig", "MinistralRotaryEmbedding", "MinistralAttention"
+    ),
+    "nemotron": Family(
+        "nemotron", "NemotronConfig", "NemotronRotaryEmbedding", "NemotronAttention"
+    ),
+    "chameleon": Family(
+        "chameleon", "ChameleonConfig", "ChameleonRotaryEmbedding", "ChameleonAttention"
+    ),
+    "dots1": Family("dots1", "Dots1Config", "Dots1RotaryEmbedding", "Dots1Attention"),
+    "lfm2_moe": Family("lfm2_moe", "Lfm2MoeConfig", "Lfm2MoeRotaryEmbedding", "Lfm2MoeAttention"),
+    "deepseek_ocr2_text": Family(
+        "deepseek_ocr2",
+        "DeepseekOcr2TextConfig",
+        "DeepseekOcr2TextRotaryEmbedding",
+        "DeepseekOcr2TextAttention",
+    ),
+    "diffusion_gemma_text": Family(
+        "diffusion_gemma",
+        "DiffusionGemmaTextConfig",
+        "DiffusionGemmaTextRotaryEmbedding",
+        "DiffusionGemmaEncoderTextAttention",
+        per_layer_type=True,
+        decoder="DiffusionGemmaEncoderTextLayer",
+    ),
+    "qwen3_omni_moe_talker_text": Family(
+        "qwen3_omni_moe",
+        "Qwen3OmniMoeTalkerTextConfig",
+        "Qwen3OmniMoeTalkerRotaryEmbedding",
+        "Qwen3OmniMoeThinkerTextAttention",
+        decoder="Qwen3OmniMoeTalkerDecoderLayer",
+    ),
+    "t5gemma2_text": Family(
+        "t5gemma2",
+        "T5Gemma2TextConfig",
+        "T5Gemma2RotaryEmbedding",
+        "T5Gemma2SelfAttention",
+        per_layer_type=True,
+        decoder="T5Gemma2EncoderLayer",
+    ),
+    "dbrx": Family(
+        "dbrx",
+        "DbrxConfig",
+        "DbrxRotaryEmbedding",
+        "DbrxAttention",
+        decoder="DbrxNormAttentionNorm",
+        attention_attr="attn",
+    ),
     "hunyuan_vl_text": Family(
         "hunyuan_vl",
         "HunYuanVLTextConfig",
@@ -443,6 +497,11 @@ POW_ULP_PAIRS: dict[tuple[str, str], list[int]] = {
     ("dots3-note-text.transformers-defaults.json", "indexed_attention"): [20],
     ("dots3-note-text.transformers-defaults.json", "sliding_attention"): [5],
     ("minimax-m3-vl-text.transformers-defaults.json", "full_attention"): [19],
+    ("diffusion-gemma-text.handmade.json", "full_attention"): [29],
+    ("diffusion-gemma-text.handmade.json", "sliding_attention"): [111],
+    ("dots1.handmade.json", "full_attention"): [30],
+    ("t5gemma2-text.handmade.json", "full_attention"): [74],
+    ("t5gemma2-text.handmade.json", "sliding_attention"): [111],
 }
 
 
@@ -911,7 +970,7 @@ def _base_softmax_scale(name: str, index: int = 0) -> float:
     if fam.module == "dots3_note":  # MLA widths per layer (per_layer_config)
         layer = cfg.per_layer_config[index]
         return (layer.qk_nope_head_dim + layer.qk_rope_head_dim) ** -0.5
-    if fam.module == "gemma4":  # queries and keys are RMS-normalised: scale 1
+    if fam.module in ("gemma4", "diffusion_gemma"):  # q and k RMS-normalised: scale 1
         return 1.0
     if fam.module == "openai_privacy_filter":  # q and k each times head_dim**-0.25, then 1
         return 1.0

@@ -85,6 +85,17 @@ DEFAULTS = {
     "dots3-note-text": "Dots3NoteTextConfig",
     "minimax-m3-vl-text": "MiniMaxM3VLTextConfig",
     "qwen4-exp-text": "Qwen4ExpTextConfig",
+    "hunyuan-v1-moe": "HunYuanMoEV1Config",
+    "ministral": "MinistralConfig",
+    "nemotron": "NemotronConfig",
+    "dbrx": "DbrxConfig",
+    "chameleon": "ChameleonConfig",
+    "dots1": "Dots1Config",
+    "deepseek-ocr2-text": "DeepseekOcr2TextConfig",
+    "diffusion-gemma-text": "DiffusionGemmaTextConfig",
+    "lfm2-moe": "Lfm2MoeConfig",
+    "qwen3-omni-moe-talker-text": "Qwen3OmniMoeTalkerTextConfig",
+    "t5gemma2-text": "T5Gemma2TextConfig",
 }
 
 # family defaults -> rope fields of the released model (values and their sources: SOURCES.md)
@@ -186,6 +197,26 @@ HANDMADE = {
             "mrope_interleaved": True,
         },
     },
+    # keys the model's code needs to build its layers, which the class leaves null or does not
+    # define (illustrative values, not a release's: SOURCES.md)
+    "hunyuan-v1-moe": {"head_dim": 128},
+    "ministral": {"head_dim": 128},
+    "nemotron": {"num_key_value_heads": 8},
+    "dbrx": {
+        # clip_qkv set too: DbrxAttention.forward clamps with it (None leaves both bounds None,
+        # which torch.clamp rejects)
+        "attn_config": {"attn_pdrop": 0.0, "clip_qkv": 8.0, "kv_n_heads": 1, "rope_theta": 10000.0}
+    },
+    "chameleon": {"vocabulary_map": {"<image>": 8711}},
+    "dots1": {"n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6},
+    "deepseek-ocr2-text": {"mlp_layer_types": ["dense"] * 32},
+    "diffusion-gemma-text": {"num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704},
+    "lfm2-moe": {
+        "layer_types": ["full_attention" if i % 4 == 2 else "conv" for i in range(32)],
+    },
+    "moonshine-streaming": {"num_key_value_heads": 8},
+    "qwen3-omni-moe-talker-text": {"shared_expert_intermediate_size": 768},
+    "t5gemma2-text": {"dropout_rate": 0.0},
 }
 
 # HunyuanOCR's text decoder as Blaizzy/mlx-vlm transcribes its released config (SOURCES.md)
@@ -343,8 +374,26 @@ def _write(name: str, cfg: dict) -> None:
 
 # class defaults that transformers cannot run (GLM-4V's and GLM-Image's default M-RoPE sections
 # [8, 12, 12] need the half-width rotary slice, which the defaults do not set; Qwen4-Exp's
-# attention builds its QSA indexer from keys the class leaves null)
-NOT_RUNNABLE = {"glm4v-text", "glm-image-text", "qwen4-exp-text"}
+# attention builds its QSA indexer from keys the class leaves null) or cannot build (the keys
+# of HANDMADE's second part are null or undefined in the class)
+NOT_RUNNABLE = {
+    "glm4v-text",
+    "glm-image-text",
+    "qwen4-exp-text",
+    "hunyuan-v1-dense",
+    "hunyuan-v1-moe",
+    "ministral",
+    "nemotron",
+    "dbrx",
+    "chameleon",
+    "dots1",
+    "deepseek-ocr2-text",
+    "diffusion-gemma-text",
+    "lfm2-moe",
+    "moonshine-streaming",
+    "qwen3-omni-moe-talker-text",
+    "t5gemma2-text",
+}
 
 
 def main() -> None:
