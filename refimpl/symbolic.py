@@ -18,6 +18,7 @@ __all__ = [
     "sinusoidal_pe",
     "sinusoidal_shift",
     "symbolic_size",
+    "trig_vanishes",
 ]
 
 
@@ -141,6 +142,25 @@ def blocks_equal(X, Y) -> bool:
         elif sp.simplify(x - y) != sp.ZeroMatrix(*x.shape):
             return False
     return True
+
+
+def trig_vanishes(expr) -> bool:
+    """Whether a trigonometric polynomial (or a matrix of them) is identically zero.
+
+    Each cos and sin is written as exponentials and the result expanded: an identity then
+    cancels term by term to exactly 0, an answer that is proved, not sampled. It is much
+    faster than ``sympy.simplify`` on products of rotations; a False means only that the
+    expansion did not cancel (for a trigonometric polynomial in real symbols it does cancel
+    whenever the identity holds).
+
+    >>> a, b = sp.symbols("a b", real=True)
+    >>> trig_vanishes(rotation_2x2(a) * rotation_2x2(b) - rotation_2x2(a + b))
+    True
+    >>> trig_vanishes(sp.sin(a + b) - sp.sin(a) * sp.cos(b))
+    False
+    """
+    entries = list(expr) if isinstance(expr, sp.MatrixBase) else [expr]
+    return all(sp.expand(sp.sympify(e).rewrite(sp.exp)) == 0 for e in entries)
 
 
 def cancel_orthogonal(expr, P):

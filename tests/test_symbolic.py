@@ -15,6 +15,7 @@ from refimpl.symbolic import (  # noqa: E402
     rotation_2x2,
     sinusoidal_pe,
     sinusoidal_shift,
+    trig_vanishes,
 )
 
 m, n, k, p = sp.symbols("m n k p", real=True)
@@ -153,3 +154,21 @@ def test_blocks_equal_rejects_other_shapes():
     assert blocks_equal(a, a)
     assert not blocks_equal(a, b)
     assert not blocks_equal(sp.Matrix([[1]]), a)
+
+
+@pytest.mark.parametrize("shift", [0, 1, 2])
+def test_trig_vanishes_proves_identities_and_rejects_near_misses(shift):
+    """True on identities of rotations (any integer multiples of the angles), False when a
+    term is missing or an angle is off, in scalar and matrix form; numerically cross-checked."""
+    a, b = sp.symbols("a b", real=True)
+    m, n = shift + 1, shift + 2
+    ident = rotation_2x2(m * a).T * rotation_2x2(n * b) - rotation_2x2(n * b - m * a)
+    assert trig_vanishes(ident) and trig_vanishes(ident[0, 1])
+    wrong = rotation_2x2(m * a) * rotation_2x2(n * b) - rotation_2x2(n * b - m * a)
+    assert not trig_vanishes(wrong)
+    assert not trig_vanishes(sp.cos(m * a + b) - sp.cos(m * a) * sp.cos(b))
+    rng = np.random.default_rng(shift)
+    for va, vb in rng.uniform(-10, 10, (5, 2)):
+        got = np.array(wrong.subs({a: va, b: vb}), dtype=float)
+        assert np.abs(got).max() > 1e-6  # the near miss really is not an identity
+        assert np.abs(np.array(ident.subs({a: va, b: vb}), dtype=float)).max() < 1e-12
