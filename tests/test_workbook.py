@@ -894,7 +894,7 @@ PI_ANSWER = 1e4 ** (-np.arange(0, 64, 2) / 64) / 8
             {"answer": 2.0 ** -np.array([2, 4, 6, 8, 1, 3]), "unused": {2.0**-5, 2.0**-7}},
         ),
     ],
-    ids=lambda v: v if isinstance(v, str) and v.startswith("ex-") else "",
+    ids=lambda v: re.sub(r"\W+", "-", v[:40]).strip("-") if isinstance(v, str) else None,
 )
 def test_the_reviews_wrong_answers_are_named_and_the_right_ones_pass(
     label, wrong, words, right, capsys

@@ -69,12 +69,15 @@ def _verdicts(nb, mark: str) -> dict:
 
 _KERNELS = contextlib.ExitStack()
 atexit.register(_KERNELS.close)
+_kernels_open = False
 
 
 def _forked_kernels() -> None:
     """Open the forked-kernel context once for this process."""
-    if not _KERNELS._exit_callbacks:
+    global _kernels_open
+    if not _kernels_open:
         _KERNELS.enter_context(fork_kernel.forked_kernels())
+        _kernels_open = True
 
 
 def run(nb, chapter: Chapter, cwd: pathlib.Path, *, timeout: int = 600) -> tuple[dict, dict]:
